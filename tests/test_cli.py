@@ -1,0 +1,116 @@
+"""The command line as a user meets it: help everywhere, JSON for scripts, clean errors, exit codes."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from vaultmem.cli import app
+
+
+runner = CliRunner()
+COMMANDS = ["init", "remember", "recall", "show", "list", "reindex", "stats", "doctor"]
+HIT_FIELDS = {"id", "path", "title", "content", "tags", "source", "lifecycle", "timestamp", "score", "effective",
+              "final"}
+
+
+def run(*args, env=None, input=None):
+    return runner.invoke(app, list(args), env=env, input=input)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help(command):
+    result = run(command, "--help")
+    assert result.exit_code == 0
+    assert "Usage" in result.output and len(result.output) > 100
+
+
+def test_top_level_help_lists_every_command():
+    result = run("--help")
+    assert result.exit_code == 0
+    for command in COMMANDS:
+        assert command in result.output
+
+
+def test_init_remember_recall_round_trip(tmp_path):
+    root = str(tmp_path / "v")
+    assert run("init", root).exit_code == 0
+    made = run("remember", "客户张三的合同编号是 CT2024-0876", "--tag", "contract", "--vault", root, "--json")
+    assert made.exit_code == 0, made.output
+    created = json.loads(made.output)
+    assert created["action"] == "created"
+    again = json.loads(run("remember", "客户张三的合同编号是 CT2024-0876", "--vault", root, "--json").output)
+    assert again["action"] == "unchanged" and again["id"] == created["id"]
+    found = run("recall", "CT2024", "--vault", root, "--json")
+    hits = json.loads(found.output)
+    assert hits[0]["id"] == created["id"] and HIT_FIELDS <= set(hits[0])
+
+
+def test_the_vault_comes_from_the_environment(tmp_path):
+    root = str(tmp_path / "v")
+    run("init", root)
+    assert run("remember", "from env", env={"VAULTMEM_VAULT": root}).exit_code == 0
+    result = run("recall", "env", "--json", env={"OBSIDIAN_VAULT_PATH": root})
+    assert json.loads(result.output)[0]["content"] == "from env"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["recall", "x"], "no vault given"),
+    (["recall", "x", "--vault", "/definitely/not/here"], "does not exist"),
+    (["show", "../../etc/passwd", "--vault", "{vault}"], "outside the vault"),
+    (["show", "NOPE", "--vault", "{vault}"], "no note matches"),
+    (["remember", "--batch", "missing.jsonl", "--vault", "{vault}"], "no such file"),
+    (["recall", "x", "--since", "yesterday-ish", "--vault", "{vault}"], "invalid date"),
+])
+def test_errors_are_one_sentence_and_a_nonzero_exit(tmp_path, args, message):
+    root = str(tmp_path / "v")
+    run("init", root)
+    result = run(*[a.replace("{vault}", root) for a in args])
+    assert result.exit_code == 1
+    assert message in result.output
+    assert "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_explain_prints_channels_decay_and_final(tmp_path):
+    root = str(tmp_path / "v")
+    run("init", root)
+    run("remember", "The CPU alert fires above 90% for 5 minutes", "--vault", root)
+    out = run("recall", "CPU alert", "--explain", "--vault", root).output
+    for word in ("lexical=", "tags=", "graph=", "strength=", "decay=", "effective=", "final="):
+        assert word in out
+
+
+def test_batch_from_stdin(tmp_path):
+    root = str(tmp_path / "v")
+    run("init", root)
+    lines = "\n".join(json.dumps({"text": f"batch memory {i}", "tags": ["imp"]}) for i in range(5))
+    result = run("remember", "--batch", "-", "--vault", root, "--json", input=lines + "\n" + lines)
+    data = json.loads(result.output)
+    assert (data["total"], data["created"], data["unchanged"]) == (10, 5, 5)
+
+
+def test_show_list_stats_reindex(tmp_path):
+    root = str(tmp_path / "v")
+    run("init", root)
+    made = json.loads(run("remember", "Prefers tea", "--tag", "pref", "--vault", root, "--json").output)
+    shown = json.loads(run("show", made["id"], "--vault", root, "--json").output)
+    assert shown["content"].strip() == "Prefers tea"
+    listed = json.loads(run("list", "--tag", "pref", "--vault", root, "--json").output)
+    assert [m["id"] for m in listed] == [made["id"]]
+    tags = json.loads(run("list", "--all-tags", "--vault", root, "--json").output)
+    assert tags == {"pref": 1}
+    stats = json.loads(run("stats", "--vault", root, "--json").output)
+    assert stats["by_kind"]["memory"] == 1
+    re = json.loads(run("reindex", "--vault", root, "--json").output)
+    assert re["scanned"] >= 1
+
+
+def test_doctor_exit_code_reports_problems(tmp_path):
+    root = tmp_path / "v"
+    run("init", str(root))
+    assert run("doctor", "--vault", str(root)).exit_code == 0
+    (root / "memories" / "bad.md").write_text("---\nid: [\n---\nbody\n", encoding="utf-8")
+    result = run("doctor", "--vault", str(root), "--json")
+    assert result.exit_code == 3
+    assert json.loads(result.output)["unparsable"][0]["path"] == "memories/bad.md"

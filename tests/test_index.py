@@ -1,0 +1,151 @@
+"""The sidecar: incremental, rebuildable, versioned, tolerant of bad notes and of several processes."""
+
+import multiprocessing
+import shutil
+
+from vaultmem import Vault, text
+
+from .conftest import write_note
+
+
+def test_refresh_parses_only_what_changed(vault):
+    for i in range(5):
+        write_note(vault, f"memories/n{i}.md", f"---\nid: N{i}\n---\nnote number {i}\n")
+    first = vault.refresh()
+    assert (first.scanned, first.parsed, first.added) == (5, 5, 5)
+    assert vault.refresh().parsed == 0  # (files this fresh are re-hashed, not re-parsed)
+    write_note(vault, "memories/n1.md", "---\nid: N1\n---\nnote number one, edited\n")
+    again = vault.refresh()
+    assert (again.parsed, again.updated, again.added) == (1, 1, 0)
+    assert vault.recall("edited")[0].id == "N1"
+
+
+def test_a_touched_but_unchanged_note_is_confirmed_by_hash(vault):
+    import os
+
+    path = write_note(vault, "memories/t.md", "---\nid: T\n---\nsame text\n")
+    vault.refresh()
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - 60_000_000_000))  # e.g. a git checkout
+    stats = vault.refresh()
+    assert (stats.read, stats.parsed, stats.updated) == (1, 0, 0)
+    assert vault.refresh().read == 0  # the new mtime was stored
+
+
+def test_deleted_and_renamed_notes_drop_out(vault):
+    a = write_note(vault, "memories/a.md", "---\nid: A\n---\napple pie recipe\n")
+    b = write_note(vault, "memories/b.md", "---\nid: B\n---\nbanana bread recipe\n")
+    vault.refresh()
+    a.unlink()
+    b.rename(vault.root / "memories" / "Banana.md")
+    stats = vault.refresh()
+    assert stats.removed == 2 and stats.added == 1
+    assert [h.id for h in vault.recall("recipe")] == ["B"]
+    assert vault.recall("recipe")[0].path == "memories/Banana.md"
+
+
+def test_deleting_the_cache_loses_nothing(sample):
+    sample.refresh()
+    before = [(h.id, round(h.final, 6)) for h in sample.recall("合同编号", now=1.8e9, record_access=False)]
+    sample.close()
+    shutil.rmtree(sample.root / ".vaultmem" / "cache")
+    fresh = Vault(sample.root)
+    fresh.refresh()
+    assert [(h.id, round(h.final, 6)) for h in fresh.recall("合同编号", now=1.8e9, record_access=False)] == before
+
+
+def test_a_damaged_sidecar_is_rebuilt(sample):
+    sample.refresh()
+    sample.close()
+    db = sample.root / ".vaultmem/cache/index.sqlite"
+    for extra in db.parent.glob("index.sqlite-*"):
+        extra.unlink()
+    db.write_bytes(b"this is not a database" * 100)
+    fresh = Vault(sample.root)
+    fresh.refresh()
+    assert fresh.recall("合同编号")
+
+
+def test_a_tokenizer_change_rebuilds_automatically(vault, monkeypatch):
+    write_note(vault, "memories/x.md", "---\nid: X\n---\nzebra crossing\n")
+    vault.refresh()
+    vault.close()
+    monkeypatch.setattr(text, "TOKENIZER_VERSION", text.TOKENIZER_VERSION + 1)
+    fresh = Vault(vault.root)
+    assert fresh.index.count() == 0  # the old index was dropped …
+    fresh.refresh()
+    assert fresh.recall("zebra")[0].id == "X"  # … and rebuilt from the notes
+    assert fresh.index.info()["tokenizer_version"] == text.TOKENIZER_VERSION
+
+
+def test_broken_yaml_is_indexed_by_raw_text_flagged_and_never_rewritten(vault):
+    raw = "---\nid: BROKEN\ntags: ops: network\n---\nThe router admin page is 192.168.1.1\n"
+    path = write_note(vault, "memories/broken.md", raw)
+    vault.refresh()
+    hits = vault.recall("router admin page")
+    assert hits and hits[0].path == "memories/broken.md"
+    report = vault.doctor()
+    assert report.unparsable[0]["path"] == "memories/broken.md"
+    assert "line 3" in report.unparsable[0]["error"]
+    assert path.read_text(encoding="utf-8") == raw
+
+
+def test_a_binary_file_in_the_vault_is_reported_not_fatal(vault):
+    (vault.root / "memories" / "photo.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe")
+    write_note(vault, "memories/ok.md", "---\nid: OK\n---\nstill works\n")
+    vault.refresh()
+    assert vault.recall("still works")[0].id == "OK"
+    assert [u["path"] for u in vault.doctor().unparsable] == ["memories/photo.md"]
+
+
+def test_the_delta_is_merged_into_a_new_generation(vault):
+    vault.index.compact_min = 10
+    vault.index.compact_ratio = 0.0
+    gen0 = vault.index.info()["generation"]
+    for i in range(25):
+        vault.remember(f"distinct memory {i} about topic{i}")
+    info = vault.index.info()
+    assert info["generation"] > gen0
+    assert info["delta"] <= 10
+    assert len(vault.recall("distinct memory", limit=50)) == 25
+    assert vault.recall("topic17")[0].content == "distinct memory 17 about topic17"
+
+
+def test_a_long_lived_vault_sees_writes_from_another_process(vault):
+    vault.recall("anything")  # load a snapshot
+    other = Vault(vault.root)
+    other.remember("written by the other process")
+    assert vault.recall("other process")[0].content == "written by the other process"
+
+
+def _writer(root: str, start: int) -> None:
+    v = Vault(root)
+    for i in range(start, start + 40):
+        v.remember(f"parallel memory {i}")
+        if i % 5 == 0:
+            v.refresh()
+        v.recall(f"parallel memory {i}")
+
+
+def test_two_processes_writing_and_refreshing_at_once(vault):
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(str(vault.root), s)) for s in (0, 1000)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0, 0]
+    vault.refresh()
+    assert vault.index.count("kind = 'memory'") == 80
+    assert len(vault.recall("parallel memory", limit=100)) == 80
+
+
+def test_threads_share_one_vault(vault):
+    from concurrent.futures import ThreadPoolExecutor
+
+    for i in range(20):
+        vault.remember(f"thread topic {i}")
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda i: vault.recall(f"thread topic {i}")[0].content, range(20)))
+    assert results == [f"thread topic {i}" for i in range(20)]
+

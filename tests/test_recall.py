@@ -1,0 +1,180 @@
+"""recall: channels, filters, decay as a prior, access events, and that it never touches a note."""
+
+import datetime as dt
+import json
+import time
+
+import pytest
+
+from .conftest import snapshot_files, write_note
+
+DAY = 86400.0
+
+
+def note(id_, body, **meta):
+    lines = ["---", f"id: {id_}"]
+    for key, value in meta.items():
+        lines.append(f"{key}: {json.dumps(value, ensure_ascii=False) if isinstance(value, list) else value}")
+    return "\n".join(lines + ["---", body, ""])
+
+
+def iso(days_ago: float, now: float) -> str:
+    return dt.datetime.fromtimestamp(now - days_ago * DAY, dt.timezone.utc).isoformat()
+
+
+@pytest.fixture
+def now():
+    return time.time()
+
+
+def test_chinese_text_and_ids_match_without_a_segmenter(vault):
+    vault.remember("客户张三的合同编号是 CT2024-0876", tags=["contract"])
+    vault.remember("The CPU alert fires above 90% for 5 minutes")
+    vault.remember("错误码 ERR_4031 表示令牌过期")
+    assert vault.recall("合同编号")[0].content.startswith("客户张三")
+    assert vault.recall("CT2024")[0].content.startswith("客户张三")
+    assert vault.recall("ERR_4031")[0].content.startswith("错误码")
+    assert vault.recall("令牌")[0].content.startswith("错误码")
+    assert vault.recall("ＣＴ２０２４")[0].content.startswith("客户张三")  # full-width input
+
+
+def test_tags_intersect_and_are_case_and_width_insensitive(vault):
+    vault.remember("a", tags=["Client_Zhangsan", "contract"])
+    vault.remember("b", tags=["client_zhangsan"])
+    vault.remember("c", tags=["contract"])
+    both = vault.recall(tags=["#client_zhangsan", "CONTRACT"])
+    assert [h.content for h in both] == ["a"]
+    assert sorted(h.content for h in vault.recall(tags=["client_zhangsan"])) == ["a", "b"]
+
+
+def test_tag_only_recall_orders_by_effective_score(vault, now):
+    write_note(vault, "memories/old.md", note("A1", "old but important", tags=["ops"], score=9,
+                                              lifecycle="preference", timestamp=iso(60, now)))
+    write_note(vault, "memories/new.md", note("A2", "new and minor", tags=["ops"], score=3,
+                                              lifecycle="preference", timestamp=iso(0, now)))
+    write_note(vault, "memories/fresh.md", note("A3", "new and important", tags=["ops"], score=9,
+                                                lifecycle="preference", timestamp=iso(0, now)))
+    vault.refresh()
+    hits = vault.recall(tags=["ops"], now=now)
+    # preference half-life 30 days: 9 -> 9, 3 -> 3, 9 after 60 days -> 2.25
+    assert [h.id for h in hits] == ["A3", "A2", "A1"]
+    assert [round(h.effective, 2) for h in hits] == [9.0, 3.0, 2.25]
+
+
+def test_decay_is_a_prior_not_a_wall_on_a_242_day_corpus(vault, now):
+    """A strongly relevant memory 242 days old beats recent weak matches, even with a 30 h half-life."""
+    write_note(vault, "memories/vpn.md", note("OLD", "The office VPN password rotation happens on the first Monday",
+                                              lifecycle="note", score=5, timestamp=iso(242, now)))
+    for i in range(30):
+        write_note(vault, f"memories/recent {i}.md", note(f"NEW{i}", f"Monday standup notes number {i}",
+                                                          lifecycle="note", score=9, timestamp=iso(0.1, now)))
+    vault.refresh()
+    hits = vault.recall("VPN password rotation Monday", now=now)
+    assert hits[0].id == "OLD"
+    assert hits[0].decay < 1e-50  # the prior really is at zero …
+    assert hits[0].final > 0.5     # … and relevance still carries it
+
+
+def test_recency_words_weigh_strength_more(vault, now):
+    write_note(vault, "memories/a.md", note("OLDER", "deploy of atlas release", score=5, lifecycle="event",
+                                            timestamp=iso(30, now)))
+    write_note(vault, "memories/b.md", note("NEWER", "deploy of atlas release candidate", score=5,
+                                            lifecycle="event", timestamp=iso(1, now)))
+    vault.refresh()
+    plain = {h.id: h for h in vault.recall("atlas release deploy", now=now)}
+    recent = {h.id: h for h in vault.recall("latest atlas release deploy", now=now)}
+    gap_plain = plain["NEWER"].final - plain["OLDER"].final
+    gap_recent = recent["NEWER"].final - recent["OLDER"].final
+    assert gap_recent > gap_plain
+    assert vault.recall("最近 atlas deploy", now=now)[0].id == "NEWER"
+
+
+def test_filters(vault, now):
+    write_note(vault, "memories/1.md", note("F1", "release plan alpha", type="decision", source="user",
+                                            namespace="shared", lifecycle="fact", timestamp=iso(10, now)))
+    write_note(vault, "memories/2.md", note("F2", "release plan beta", type="task", source="hermes",
+                                            namespace="hermes", lifecycle="task", timestamp=iso(1, now)))
+    vault.refresh()
+    ids = lambda **kw: sorted(h.id for h in vault.recall("release plan", now=now, **kw))  # noqa: E731
+    assert ids() == ["F1", "F2"]
+    assert ids(type="decision") == ["F1"]
+    assert ids(source="hermes") == ["F2"]
+    assert ids(namespace="hermes") == ["F2"]
+    assert ids(lifecycle="fact") == ["F1"]
+    assert ids(since=now - 5 * DAY) == ["F2"]
+    assert ids(until=now - 5 * DAY) == ["F1"]
+    assert ids(type="nonexistent") == []
+
+
+def test_superseded_archived_and_candidates_are_hidden_by_default(vault):
+    write_note(vault, "memories/old.md", note("S1", "contract number CT2024-0771", status="superseded"))
+    write_note(vault, "memories/new.md", note("S2", "contract number CT2024-0876"))
+    write_note(vault, "inbox/cand.md", note("S3", "contract number from a web page"))
+    write_note(vault, "archive/gone.md", note("S4", "contract number archived"))
+    vault.refresh()
+    assert [h.id for h in vault.recall("contract number")] == ["S2"]
+    shown = {h.id for h in vault.recall("contract number", include=["superseded", "candidate", "archived"])}
+    assert shown == {"S1", "S2", "S3", "S4"}
+    assert [h.id for h in vault.recall("contract number", status=["candidate"])] == ["S3"]
+
+
+def test_graph_channel_finds_memories_linked_to_a_named_entity(vault):
+    write_note(vault, "entities/张三.md", "---\ntype: entity\naliases: [老张, Zhang San]\n---\n客户。\n")
+    write_note(vault, "memories/m1.md", note("G1", "[[张三]] prefers calls after 3pm"))
+    write_note(vault, "memories/m2.md", note("G2", "Calls with vendors are on Fridays"))
+    vault.refresh()
+    hits = vault.recall("when does Zhang San want calls")
+    assert hits[0].id == "G1"
+    assert hits[0].channels["graph"] == 1.0
+    assert vault.recall("老张")[0].id == "G1"  # the alias appears nowhere in the memory's text
+
+
+def test_explain_has_every_channel_decay_and_final(vault):
+    vault.remember("Grafana dashboard lives at grafana.internal/d/atlas", tags=["ops"])
+    [hit] = vault.recall("grafana dashboard")
+    assert set(hit.channels) >= {"lexical", "tags", "graph", "strength", "fuzzy"}
+    assert 0 < hit.decay <= 1 and hit.final > 0 and hit.effective > 0
+    d = hit.to_dict()
+    for key in ("id", "path", "title", "content", "tags", "source", "lifecycle", "timestamp", "score",
+                "effective", "final"):
+        assert key in d
+
+
+def test_recall_never_modifies_a_note(sample):
+    sample.refresh()
+    before = snapshot_files(sample.root)
+    for query in ("合同编号", "CPU", "Zhang San", "deadline", ""):
+        sample.recall(query)
+    sample.recall(tags=["contract"])
+    assert snapshot_files(sample.root) == before
+
+
+def test_each_recall_appends_access_events_and_reinforces(vault, now):
+    write_note(vault, "memories/a.md", note("R1", "backup runs nightly at 02:00", score=5, lifecycle="note",
+                                            timestamp=iso(5, now)))
+    vault.refresh()
+    first = vault.recall("backup nightly", now=now)[0]
+    logs = list((vault.root / ".vaultmem/devices/testbox-0001").glob("events-*.jsonl"))
+    assert len(logs) == 1
+    event = json.loads(logs[0].read_text().splitlines()[0])
+    assert event["event"] == "access" and event["id"] == "R1"
+    vault.refresh()  # folds the log
+    second = vault.recall("backup nightly", now=now + 60)[0]
+    assert second.decay > 0.9 > first.decay  # reading reset the clock
+    assert second.effective > first.effective
+
+
+def test_a_hand_edit_is_seen_after_refresh(vault):
+    result = vault.remember("The wifi password hint is the cat's name")
+    path = vault.root / result.path
+    path.write_text(path.read_text(encoding="utf-8").replace("cat's name", "dog's name"), encoding="utf-8")
+    vault.refresh()
+    assert "dog" in vault.recall("wifi hint")[0].content
+    assert all("cat's" not in h.content for h in vault.recall("cat"))  # the old text is gone
+
+
+def test_empty_query_returns_strongest_first(vault, now):
+    write_note(vault, "memories/w.md", note("W", "weak", score=1, timestamp=iso(0, now)))
+    write_note(vault, "memories/s.md", note("S", "strong", score=9, timestamp=iso(0, now)))
+    vault.refresh()
+    assert [h.id for h in vault.recall(now=now)] == ["S", "W"]

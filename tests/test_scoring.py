@@ -1,0 +1,63 @@
+"""The ranking arithmetic, with plain numbers."""
+
+import math
+
+import numpy as np
+import pytest
+
+from vaultmem import scoring
+
+TABLE = {"task": 24, "note": 30, "event": 168, "preference": 720, "fact": 2400, "permanent": None, "default": 30}
+
+
+def test_half_life_by_lifecycle_with_default_and_permanent():
+    assert scoring.half_life_hours("task", TABLE) == 24
+    assert scoring.half_life_hours("preference", TABLE) == 720
+    assert scoring.half_life_hours("something-else", TABLE) == 30
+    assert math.isinf(scoring.half_life_hours("permanent", TABLE))
+
+
+def test_decay_halves_once_per_half_life_and_never_for_permanent():
+    assert scoring.decay(30.0, 30.0) == pytest.approx(0.5)
+    assert scoring.decay(60.0, 30.0) == pytest.approx(0.25)
+    assert scoring.decay(0.0, 30.0) == pytest.approx(1.0)
+    assert scoring.decay(-5.0, 30.0) == pytest.approx(1.0)  # clock skew: a future write is fresh, not stronger
+    assert scoring.decay(10_000.0, math.inf) == pytest.approx(1.0)
+
+
+def test_strength_rewards_use_with_a_cap():
+    assert scoring.strength(5.0, 0, 0.5, 5.0) == pytest.approx(5.0)
+    assert scoring.strength(5.0, 4, 0.5, 5.0) == pytest.approx(7.0)
+    assert scoring.strength(5.0, 100, 0.5, 5.0) == pytest.approx(10.0)
+    assert scoring.strength(5.0, 2, 0.5, 5.0, feedback=0.5) == pytest.approx(3.0)
+
+
+def test_effective_counts_from_the_last_use_not_the_write():
+    hour = 3600.0
+    now = 1000 * hour
+    written_long_ago = scoring.effective(8.0, 0, now - 60 * hour, 0.0, now, 30.0, 0.5, 5.0)
+    used_just_now = scoring.effective(8.0, 1, now - 60 * hour, now, now, 30.0, 0.5, 5.0)
+    assert written_long_ago == pytest.approx(2.0)
+    assert used_just_now == pytest.approx(8.5)
+
+
+def test_bm25_grows_with_tf_and_shrinks_with_frequency():
+    tf = np.array([1, 2, 4], dtype=np.uint16)
+    lengths = np.array([10, 10, 10], dtype=np.float32)
+    weights = scoring.bm25(tf, lengths, 10.0, scoring.idf(3, 100), 1.2, 0.3)
+    assert weights[0] < weights[1] < weights[2]
+    assert scoring.idf(1, 100) > scoring.idf(50, 100) > 0
+
+
+def test_weighted_fusion_and_rrf():
+    channels = {"lexical": np.array([1.0, 0.2]), "strength": np.array([0.0, 1.0])}
+    fused = scoring.fuse_weighted(channels, {"lexical": 1.0, "strength": 0.15})
+    assert fused.tolist() == pytest.approx([1.0, 0.35])
+    rrf = scoring.fuse_rrf(channels, {"lexical": 1.0, "strength": 1.0}, 60)
+    assert rrf[0] == pytest.approx(1 / 61 + 0)  # strength 0 adds nothing
+    assert rrf[1] == pytest.approx(1 / 62 + 1 / 61)
+
+
+def test_normalise_keeps_zeros():
+    assert scoring.normalise(np.array([0.0, 2.0, 4.0])).tolist() == [0.0, 0.5, 1.0]
+    assert scoring.normalise(np.zeros(3)).tolist() == [0.0, 0.0, 0.0]

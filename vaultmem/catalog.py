@@ -1,0 +1,150 @@
+"""Looking at the vault as a whole: list, stats and doctor (read-only; notes are never modified)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from . import text
+from .records import link_key, to_epoch
+
+if TYPE_CHECKING:
+    from .vault import Vault
+
+
+@dataclass
+class Memory:
+    """A note as the index knows it (what `show` and `list` return)."""
+
+    id: str
+    path: str
+    title: str
+    kind: str
+    content: str
+    tags: list[str]
+    source: str
+    lifecycle: str
+    timestamp: str
+    score: float
+    type: str
+    value: str
+    status: str
+    namespace: str
+    links: list[str]
+    aliases: list[str]
+    meta: dict[str, Any]
+    error: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return asdict(self)
+
+
+def memory_from_row(row: dict[str, Any]) -> Memory:
+    """Build a Memory from an index row."""
+    meta = json.loads(row["meta_json"] or "{}")
+    return Memory(id=row["id"], path=row["path"], title=row["title"], kind=row["kind"], content=row["body"],
+                  tags=row["tags"], source=row["source"], lifecycle=row["lifecycle"],
+                  timestamp=str(meta.get("timestamp") or meta.get("date") or ""), score=row["score"],
+                  type=row["type"], value=row["value"], status=row["status"], namespace=row["namespace"],
+                  links=row["links"], aliases=row["aliases"], meta=meta, error=row["error"] or "")
+
+
+def list_memories(vault: Vault, since: str | None = None, tags: list[str] | None = None,
+                  kind: str = "memory", limit: int | None = None) -> list[Memory]:
+    """Memories newest first, optionally written since a date and carrying every given tag."""
+    where, params = "kind = ?", [kind]
+    if since:
+        where += " AND ts >= ?"
+        params.append(to_epoch(since, 0.0))
+    rows = vault.index.select_notes(where, tuple(params), order="ts DESC, path")
+    wanted = {text.normalize_tag(t) for t in tags or []}
+    if wanted:
+        rows = [r for r in rows if wanted <= {text.normalize_tag(t) for t in r["tags"]}]
+    return [memory_from_row(r) for r in rows[:limit]]
+
+
+def tag_counts(vault: Vault) -> dict[str, int]:
+    """Every tag of the vault's memories (normalised) with how many memories carry it."""
+    counts: Counter = Counter()
+    for row in vault.index.select_notes("kind = 'memory'"):
+        counts.update({text.normalize_tag(t) for t in row["tags"]})
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def stats(vault: Vault) -> dict[str, Any]:
+    """Counts by kind, status, namespace and lifecycle, plus the sidecar's state."""
+    rows = vault.index.select_notes()
+    memories = [r for r in rows if r["kind"] == "memory"]
+    return {
+        "vault": str(vault.root),
+        "device": vault.device,
+        "notes": len(rows),
+        "by_kind": dict(Counter(r["kind"] for r in rows)),
+        "memories_by_status": dict(Counter(r["status"] for r in memories)),
+        "memories_by_namespace": dict(Counter(r["namespace"] for r in memories)),
+        "memories_by_lifecycle": dict(Counter(r["lifecycle"] for r in memories)),
+        "unparsable": sum(1 for r in rows if r["error"]),
+        "index": vault.index.info(),
+    }
+
+
+@dataclass
+class DoctorReport:
+    """Everything `doctor` found; `ok` when there is nothing to act on."""
+
+    unparsable: list[dict[str, str]] = field(default_factory=list)
+    duplicate_ids: dict[str, list[str]] = field(default_factory=dict)
+    missing_ids: list[str] = field(default_factory=list)
+    broken_links: list[dict[str, str]] = field(default_factory=list)
+    drift: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when no problem was found."""
+        return not (self.unparsable or self.duplicate_ids or self.broken_links or self.warnings)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {**asdict(self), "ok": self.ok}
+
+
+def doctor(vault: Vault) -> DoctorReport:
+    """Notes that cannot be parsed, duplicate or missing ids, broken links and index drift."""
+    report = DoctorReport(drift=_drift(vault))
+    vault.refresh()
+    rows = vault.index.select_notes()
+    report.unparsable = [{"path": r["path"], "error": r["error"]} for r in rows if r["error"]]
+    by_id: dict[str, list[str]] = {}
+    for r in rows:
+        by_id.setdefault(r["id"], []).append(r["path"])
+    report.duplicate_ids = {i: paths for i, paths in by_id.items() if len(paths) > 1}
+    report.missing_ids = [r["path"] for r in rows if r["id"].startswith("path-") and not r["error"]]
+    report.broken_links = _broken_links(vault, rows)
+    if not getattr(yaml, "__with_libyaml__", False):
+        report.warnings.append("PyYAML has no libyaml: indexing is about 8x slower (install PyYAML with libyaml)")
+    return report
+
+
+def _drift(vault: Vault) -> dict[str, int]:
+    """How far the index is behind the files (before doctor refreshes it)."""
+    files = vault.index.scan()
+    known = {r["path"]: (r["mtime_ns"], r["size"]) for r in vault.index.select_notes()}
+    changed = sum(1 for rel, (_, m, s) in files.items() if rel in known and known[rel] != (m, s))
+    return {"new": sum(1 for rel in files if rel not in known), "changed": changed,
+            "deleted": sum(1 for rel in known if rel not in files)}
+
+
+def _broken_links(vault: Vault, rows: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """Links whose target is no note anywhere in the vault (Obsidian resolves by file name)."""
+    names = set()
+    for _, dirs, files in os.walk(vault.root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        names.update(link_key(f) for f in files)
+    return [{"path": r["path"], "link": link} for r in rows for link in r["links"] if link_key(link) not in names]

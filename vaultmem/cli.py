@@ -1,0 +1,298 @@
+"""The `vaultmem` command: thin typer wrappers, each one library call; errors mapped in one place."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from typer.core import TyperGroup
+
+from .errors import VaultmemError, VaultNotFound
+
+EXIT_ERROR = 1
+EXIT_PROBLEMS = 3  # doctor found problems
+
+
+class _Group(TyperGroup):
+    """Turns every VaultmemError into one line on stderr and exit code 1, never a traceback."""
+
+    def invoke(self, ctx):  # noqa: D102
+        try:
+            return super().invoke(ctx)
+        except VaultmemError as exc:
+            typer.echo(f"Error: {exc}", err=True)
+            raise typer.Exit(EXIT_ERROR) from None
+        except OSError as exc:
+            typer.echo(f"Error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), err=True)
+            raise typer.Exit(EXIT_ERROR) from None
+
+
+app = typer.Typer(cls=_Group, no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+                  help="Long-term memory for AI agents in an Obsidian/Markdown vault.\n\n"
+                       "The vault is --vault, else $VAULTMEM_VAULT, else $OBSIDIAN_VAULT_PATH.")
+
+VaultOpt = Annotated[Optional[Path], typer.Option(
+    "--vault", "-V", envvar=["VAULTMEM_VAULT", "OBSIDIAN_VAULT_PATH"], show_envvar=True,
+    help="The vault folder.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (stable fields, see README) instead of text.")]
+TagOpt = Annotated[Optional[list[str]], typer.Option("--tag", "-t", help="A tag (repeatable).")]
+
+
+def _open(vault: Path | None):
+    from .vault import Vault
+
+    if vault is None:
+        raise VaultNotFound("no vault given: use --vault PATH or set VAULTMEM_VAULT (or OBSIDIAN_VAULT_PATH)")
+    return Vault(vault)
+
+
+def _print_json(data: Any) -> None:
+    typer.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+
+
+def _progress(label: str):
+    """A rich progress bar on a terminal (stderr), silent otherwise; returns (update(done, total), close)."""
+    if not sys.stderr.isatty():
+        return (lambda done, total: None), (lambda: None)
+    from rich.progress import Progress
+
+    bar = Progress(transient=True)
+    task = bar.add_task(label, total=None)
+    bar.start()
+    return (lambda done, total: bar.update(task, completed=done, total=total)), bar.stop
+
+
+@app.command()
+def init(path: Annotated[Path, typer.Argument(help="Folder to make a vault (created if missing).")],
+         json_out: JsonOpt = False) -> None:
+    """Create a vault: folders, .vaultmem/config.yaml with every setting, templates."""
+    from .vault import Vault
+
+    vault = Vault.init(path)
+    if json_out:
+        _print_json({"vault": str(vault.root), "folders": {k: str(v) for k, v in vault.folders.items()}})
+    else:
+        typer.echo(f"Vault ready at {vault.root}")
+
+
+@app.command()
+def remember(
+    text: Annotated[Optional[str], typer.Argument(help="The memory (omit with --batch).")] = None,
+    tag: TagOpt = None,
+    source: Annotated[Optional[str], typer.Option(help="Who writes it: user, an agent name, import:<x>.")] = None,
+    lifecycle: Annotated[Optional[str], typer.Option(help="task, note, event, preference, fact, permanent.")] = None,
+    score: Annotated[Optional[float], typer.Option(help="Importance 0..10.")] = None,
+    timestamp: Annotated[Optional[str], typer.Option(help="When it happened (ISO 8601), for imports.")] = None,
+    type_: Annotated[Optional[str], typer.Option("--type", help="fact, preference, event, task, lesson, …")] = None,
+    value: Annotated[Optional[str], typer.Option(help="A structured value (an id, a date, a number).")] = None,
+    namespace: Annotated[Optional[str], typer.Option(help="shared, or an agent's private space.")] = None,
+    episode: Annotated[Optional[str], typer.Option(help="Session or conversation id grouping memories.")] = None,
+    batch: Annotated[Optional[str], typer.Option(help="Import a JSON-lines file ('-' for stdin).")] = None,
+    vault: VaultOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Store a memory as a note (the same content twice stays one note)."""
+    v = _open(vault)
+    if batch is not None:
+        _remember_batch(v, batch, json_out)
+        return
+    if not text:
+        raise VaultmemError("nothing to remember: give a TEXT or --batch FILE")
+    if v.config["index"]["auto_refresh"]:
+        v.refresh()
+    result = v.remember(text, tags=tag, source=source, lifecycle=lifecycle, score=score, timestamp=timestamp,
+                        type=type_, value=value, namespace=namespace, episode=episode)
+    if json_out:
+        _print_json(result.to_dict())
+    else:
+        typer.echo(f"{result.action}: {result.path} ({result.id})")
+
+
+def _remember_batch(vault, batch: str, json_out: bool) -> None:
+    from .write import read_jsonl
+
+    if batch == "-":
+        lines = sys.stdin.read().splitlines()
+    else:
+        path = Path(batch)
+        if not path.is_file():
+            raise VaultmemError(f"{batch}: no such file")
+        lines = path.read_text(encoding="utf-8").splitlines()
+    items = list(read_jsonl(lines))
+    update, close = _progress("remembering")
+    try:
+        results = vault.remember_many(items, progress=lambda n: update(n, len(items)))
+    finally:
+        close()
+    counts = {"created": 0, "unchanged": 0}
+    for r in results:
+        counts[r.action] = counts.get(r.action, 0) + 1
+    if json_out:
+        _print_json({"total": len(results), **counts, "results": [r.to_dict() for r in results]})
+    else:
+        typer.echo(f"{len(results)} memories: {counts['created']} created, {counts['unchanged']} unchanged")
+
+
+def _epoch(value: str | None, end_of_day: bool = False) -> float | None:
+    if value is None:
+        return None
+    try:
+        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise VaultmemError(f"invalid date {value!r}: use YYYY-MM-DD or ISO 8601") from None
+    if end_of_day and len(value) == 10:
+        parsed += dt.timedelta(days=1, microseconds=-1)
+    return (parsed.astimezone() if parsed.tzinfo is None else parsed).timestamp()
+
+
+@app.command()
+def recall(
+    query: Annotated[Optional[str], typer.Argument(help="Free text (Chinese, English, ids like CT2024).")] = None,
+    tag: TagOpt = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", "-k", min=1, help="How many hits.")] = None,
+    type_: Annotated[Optional[str], typer.Option("--type", help="Only this type.")] = None,
+    source: Annotated[Optional[str], typer.Option(help="Only from this source.")] = None,
+    namespace: Annotated[Optional[str], typer.Option(help="Only this namespace.")] = None,
+    lifecycle: Annotated[Optional[str], typer.Option(help="Only this lifecycle.")] = None,
+    status: Annotated[Optional[list[str]], typer.Option(help="Only these statuses (repeatable).")] = None,
+    since: Annotated[Optional[str], typer.Option(help="Written on or after (YYYY-MM-DD or ISO 8601).")] = None,
+    until: Annotated[Optional[str], typer.Option(help="Written on or before (YYYY-MM-DD or ISO 8601).")] = None,
+    include_superseded: Annotated[bool, typer.Option(help="Also superseded memories.")] = False,
+    include_candidates: Annotated[bool, typer.Option(help="Also candidates waiting in the inbox.")] = False,
+    include_archived: Annotated[bool, typer.Option(help="Also archived (forgotten) memories.")] = False,
+    explain: Annotated[bool, typer.Option(help="Show each hit's channel scores, decay and final score.")] = False,
+    refresh: Annotated[bool, typer.Option(help="Re-read notes changed on disk first.")] = True,
+    vault: VaultOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Recall the memories that best match a query and/or tags, best first."""
+    v = _open(vault)
+    if refresh and v.config["index"]["auto_refresh"]:
+        v.refresh()
+    include = [s for s, on in (("superseded", include_superseded), ("candidate", include_candidates),
+                               ("archived", include_archived)) if on]
+    hits = v.recall(query or "", tags=tag or [], limit=limit, type=type_, source=source, namespace=namespace,
+                    lifecycle=lifecycle, status=status, include=include, since=_epoch(since),
+                    until=_epoch(until, True))
+    if json_out:
+        _print_json([h.to_dict() for h in hits])
+        return
+    if not hits:
+        typer.echo("No memories match.")
+        return
+    for rank, hit in enumerate(hits, 1):
+        _print_hit(rank, hit, explain)
+
+
+def _print_hit(rank: int, hit, explain: bool) -> None:
+    tags = " ".join("#" + t for t in hit.tags)
+    typer.echo(f"{rank}. {hit.title}  [{hit.timestamp[:10]} · {hit.source or '-'}]  {tags}")
+    typer.echo("   " + " ".join(hit.content.split())[:200])
+    if explain:
+        parts = "  ".join(f"{k}={v:.3f}" for k, v in hit.channels.items())
+        typer.echo(f"   {parts}  score={hit.score:g} decay={hit.decay:.3f} effective={hit.effective:.3f} "
+                   f"final={hit.final:.3f}  ({hit.path})")
+
+
+@app.command()
+def show(ref: Annotated[str, typer.Argument(help="An id, a vault path or a note title.")],
+         vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
+    """Show one note by id, path or title."""
+    memory = _open(vault).get(ref)
+    if json_out:
+        _print_json(memory.to_dict())
+        return
+    typer.echo(f"{memory.title}\n{memory.path}  id={memory.id}  status={memory.status}")
+    for key, value in memory.meta.items():
+        typer.echo(f"  {key}: {value}")
+    typer.echo("")
+    typer.echo(memory.content.strip())
+
+
+@app.command("list")
+def list_(since: Annotated[Optional[str], typer.Option(help="Written on or after this date.")] = None,
+          tag: TagOpt = None,
+          all_tags: Annotated[bool, typer.Option(help="List every tag with its count instead.")] = False,
+          limit: Annotated[Optional[int], typer.Option("--limit", "-k", min=1, help="At most this many.")] = None,
+          vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
+    """List memories newest first (or every tag with --all-tags)."""
+    v = _open(vault)
+    v.refresh()
+    if all_tags:
+        from .catalog import tag_counts
+
+        counts = tag_counts(v)
+        if json_out:
+            _print_json(counts)
+        else:
+            for name, count in counts.items():
+                typer.echo(f"{count:6d}  #{name}")
+        return
+    memories = v.list(since=since, tags=tag, limit=limit)
+    if json_out:
+        _print_json([m.to_dict() for m in memories])
+        return
+    for m in memories:
+        typer.echo(f"{m.timestamp[:16]:16}  {m.status:10}  {m.title}")
+
+
+@app.command()
+def reindex(full: Annotated[bool, typer.Option(help="Re-parse every note, not only changed ones.")] = True,
+            vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
+    """Rebuild the index sidecar from the notes (nothing in the notes changes)."""
+    v = _open(vault)
+    update, close = _progress("indexing")
+    try:
+        stats = v.refresh(progress=update, force=full)
+        v.index.compact()
+    finally:
+        close()
+    if json_out:
+        _print_json(stats.__dict__)
+    else:
+        typer.echo(f"Indexed {stats.scanned} notes ({stats.parsed} parsed, {stats.removed} removed).")
+
+
+@app.command()
+def stats(vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
+    """Counts by kind, status, namespace and lifecycle, and the index's state."""
+    v = _open(vault)
+    v.refresh()
+    data = v.stats()
+    if json_out:
+        _print_json(data)
+        return
+    for key, value in data.items():
+        typer.echo(f"{key}: {value}")
+
+
+@app.command()
+def doctor(vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
+    """Find unparsable notes, duplicate ids, broken links and index drift (exit 3 if any)."""
+    report = _open(vault).doctor()
+    if json_out:
+        _print_json(report.to_dict())
+    else:
+        _print_report(report)
+    if not report.ok:
+        raise typer.Exit(EXIT_PROBLEMS)
+
+
+def _print_report(report) -> None:
+    for item in report.unparsable:
+        typer.echo(f"unparsable: {item['error']}")
+    for note_id, paths in report.duplicate_ids.items():
+        typer.echo(f"duplicate id {note_id}: {', '.join(paths)}")
+    for item in report.broken_links:
+        typer.echo(f"broken link [[{item['link']}]] in {item['path']}")
+    for path in report.missing_ids:
+        typer.echo(f"no id (found by path until it has one): {path}")
+    for warning in report.warnings:
+        typer.echo(f"warning: {warning}")
+    drift = report.drift
+    typer.echo(f"index drift before refresh: {drift['new']} new, {drift['changed']} changed, {drift['deleted']} deleted")
+    typer.echo("ok" if report.ok else "problems found")

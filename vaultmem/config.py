@@ -1,0 +1,115 @@
+"""The vault's tunables: `.vaultmem/config.yaml` over built-in defaults, every key documented."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+CONFIG_TEMPLATE = """\
+# vaultmem configuration: every tunable with its default. Delete a line to fall back to the default.
+# This file is meant to be committed with the vault; per-machine state lives outside it.
+
+# Sub-folder of the vault that holds the memory folders ("." = the vault root).
+memory_root: .
+folders:
+  memories: memories      # one memory per note
+  entities: entities      # people, projects, customers, ids; `aliases:` for other names
+  episodes: episodes      # daily notes YYYY-MM-DD.md: the day's timeline
+  inbox: inbox            # low-trust candidates awaiting confirmation
+  archive: archive        # forgotten memories (moved, never deleted)
+  templates: templates    # Obsidian templates; never indexed
+
+# Frontmatter written by `remember` when the caller gives no value.
+defaults:
+  type: fact
+  score: 5.0
+  lifecycle: note
+  source: user
+  trust: user
+  namespace: shared
+
+# Half-life of a memory's strength in hours, by `lifecycle` (null = never decays).
+half_life_hours:
+  task: 24
+  note: 30
+  event: 168
+  preference: 720
+  fact: 2400
+  permanent: null
+  default: 30             # any other lifecycle
+
+ranking:
+  fusion: weighted        # weighted (sum of channel x weight) | rrf (reciprocal-rank fusion)
+  weights:
+    lexical: 1.0          # BM25 over words and CJK 2-/3-grams, normalised to 0..1 per query
+    tags: 0.5             # share of the query's tags (and tag-named words) the memory carries
+    graph: 0.3            # the memory links to an entity the query names (title or alias)
+    strength: 0.15        # effective score / 10: a prior that orders, never a wall
+  recency_weight: 0.6     # strength weight when the query asks for what is recent ("latest", "最近", "上次")
+  rrf_k: 60
+  bm25_k1: 1.2
+  bm25_b: 0.3             # little length normalisation: memories are short and similar in length
+  fuzzy_rescore: 20       # rescore this many top hits with rapidfuzz (typo tolerance); 0 = off
+  fuzzy_weight: 0.2
+  common_term_ratio: 0.2  # skip query terms found in more than this share of notes when rarer ones exist
+  limit: 10
+
+reinforcement:
+  record_access: true     # each recall appends access events for its hits (never edits notes)
+  reward: 0.5             # strength added per recorded use
+  max_reward: 5.0         # cap of that bonus
+
+index:
+  auto_refresh: true      # rescan changed files before each CLI recall
+  compact_min: 256        # merge the delta into a new generation past max(compact_min, compact_ratio x notes)
+  compact_ratio: 0.02
+"""
+
+# Mappings whose keys a user may extend (a new lifecycle gets its own half-life).
+_OPEN_MAPS = {"half_life_hours"}
+
+
+def _parse_defaults() -> dict[str, Any]:
+    import yaml
+
+    return yaml.safe_load(CONFIG_TEMPLATE)
+
+
+DEFAULTS: dict[str, Any] = _parse_defaults()
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any], where: str) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if key not in base:
+            raise ConfigError(f"{where}: unknown setting {key!r}")
+        if not isinstance(base[key], dict):
+            out[key] = value
+        elif not isinstance(value, dict):
+            raise ConfigError(f"{where}: {key!r} must be a mapping")
+        elif key in _OPEN_MAPS:
+            out[key] = {**base[key], **value}
+        else:
+            out[key] = _merge(base[key], value, f"{where}: {key}")
+    return out
+
+
+def load_config(path: Path) -> dict[str, Any]:
+    """Read config.yaml over the defaults; a missing file means all defaults.
+
+    Raises ConfigError naming the file for invalid YAML or an unknown key.
+    """
+    import yaml
+
+    if not path.exists():
+        return copy.deepcopy(DEFAULTS)
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"{path}: must be a mapping of settings")
+    return _merge(DEFAULTS, loaded, str(path))

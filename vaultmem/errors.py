@@ -1,0 +1,64 @@
+"""Every error vaultmem raises is a VaultmemError; the CLI and servers map them in one place."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class VaultmemError(Exception):
+    """Base of all vaultmem errors; its message is one sentence a user can act on."""
+
+
+class VaultNotFound(VaultmemError):
+    """No vault was named, or the named folder is not a vault."""
+
+
+class NoteNotFound(VaultmemError):
+    """No note has this id or path."""
+
+    def __init__(self, ref: str):
+        self.ref = ref
+        super().__init__(f"no note matches {ref!r}")
+
+
+class AmbiguousNote(VaultmemError):
+    """A reference matches more than one note."""
+
+    def __init__(self, ref: str, candidates: list[str]):
+        self.ref = ref
+        self.candidates = candidates
+        shown = ", ".join(candidates[:5])
+        super().__init__(f"{ref!r} matches {len(candidates)} notes ({shown}); give the id or the full path")
+
+
+class NoteFormatError(VaultmemError):
+    """A note's frontmatter cannot be parsed; the note is left untouched."""
+
+    def __init__(self, path: Path | str | None, line: int | None, problem: str):
+        self.path = path
+        self.line = line
+        self.problem = problem
+        where = f"{path}" if path is not None else "note"
+        if line is not None:
+            where += f", line {line}"
+        super().__init__(f"{where}: {problem}")
+
+
+class UnsafePath(VaultmemError):
+    """A path or file name would escape the vault or is not allowed on disk."""
+
+
+class WriteConflict(VaultmemError):
+    """The note changed on disk after it was read; nothing was written."""
+
+    def __init__(self, path: Path | str):
+        self.path = path
+        super().__init__(f"{path} changed on disk since it was read; nothing was written (re-read it and try again)")
+
+
+class PolicyViolation(VaultmemError):
+    """The write policy refused this memory."""
+
+
+class ConfigError(VaultmemError):
+    """The vault's config.yaml is invalid."""

@@ -1,0 +1,102 @@
+"""Per-device append-only logs: access events (reinforcement) and the audit trail.
+
+Each device writes only `.vaultmem/devices/<device-id>/`, so a git merge of two machines' logs
+never conflicts. The device id is generated once per machine and kept outside the vault.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from .errors import VaultmemError
+
+_DEVICE_FILE = "device-id"
+
+
+def state_dir() -> Path:
+    """This machine's vaultmem state: $VAULTMEM_HOME, else $XDG_CONFIG_HOME/vaultmem, else ~/.config/vaultmem."""
+    explicit = os.environ.get("VAULTMEM_HOME")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "vaultmem"
+
+
+def _new_device_id() -> str:
+    host = "".join(ch for ch in socket.gethostname().split(".")[0].lower() if ch.isalnum() or ch == "-")
+    return f"{(host or 'device')[:24]}-{secrets.token_hex(2)}"
+
+
+def device_id() -> str:
+    """The id of this machine: $VAULTMEM_DEVICE_ID, else the stored one, else a new one stored now."""
+    explicit = os.environ.get("VAULTMEM_DEVICE_ID")
+    if explicit:
+        return _checked_device_id(explicit)
+    path = state_dir() / _DEVICE_FILE
+    try:
+        return _checked_device_id(path.read_text(encoding="utf-8").strip())
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fresh = _new_device_id()
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:  # another process won the race: use its id
+        return _checked_device_id(path.read_text(encoding="utf-8").strip())
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(fresh + "\n")
+    return fresh
+
+
+def _checked_device_id(value: str) -> str:
+    if not value or not all(ch.isalnum() or ch in "-_" for ch in value) or len(value) > 64:
+        raise VaultmemError(f"invalid device id {value!r}: use letters, digits, '-' and '_' only")
+    return value
+
+
+def append_events(folder: Path, kind: str, events: Iterable[dict], now: float | None = None) -> None:
+    """Append events as JSON lines to `<folder>/<kind>-YYYY-MM.jsonl` in one write (O_APPEND)."""
+    stamp = time.time() if now is None else now
+    lines = "".join(json.dumps(ev, ensure_ascii=False, separators=(",", ":")) + "\n" for ev in events)
+    if not lines:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{kind}-{time.strftime('%Y-%m', time.gmtime(stamp))}.jsonl"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, lines.encode("utf-8"))
+    finally:
+        os.close(fd)
+
+
+def read_new_lines(path: Path, offset: int) -> tuple[list[dict], int]:
+    """Complete JSON lines after byte `offset`, and the offset after the last complete line.
+
+    A half-written last line (a writer still appending) is left for the next read; a line that
+    is not valid JSON (a bad merge, a hand edit) is skipped rather than failing recall.
+    """
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        data = handle.read()
+    end = data.rfind(b"\n") + 1
+    events = []
+    for raw in data[:end].splitlines():
+        try:
+            ev = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(ev, dict):
+            events.append(ev)
+    return events, offset + end
+
+
+def log_files(devices_dir: Path, kind: str) -> Iterator[Path]:
+    """Every device's logs of one kind, in a stable order."""
+    if devices_dir.is_dir():
+        yield from sorted(devices_dir.glob(f"*/{kind}-*.jsonl"))

@@ -1,0 +1,489 @@
+"""The index sidecar in `.vaultmem/cache/`: rebuildable, incremental, safe for several processes.
+
+Layout (see README "Index sidecar"):
+- `index.sqlite` (WAL): one row per note (fields, body, stat cache, content hash), the delta of
+  notes written since the last generation, tombstones, folded access counts, log offsets.
+- `gen-N/`: one immutable generation of flat numpy arrays (sorted term blob, posting lists, ranking
+  columns) that memory-map in about a millisecond. A new generation is written beside the old one
+  and switched to in one SQLite transaction, so a reader never sees a torn index.
+Small changes go to the delta (kept in SQLite, loaded in memory); past a threshold the delta is
+merged into a new generation. A refresh re-parses only files whose (mtime, size) changed and
+confirms by content hash.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import text
+from .events import log_files, read_new_lines
+from .records import Record, build_record, content_hash, index_terms
+from .snapshot import COLUMNS, Snapshot, load_snapshot, write_generation
+
+SCHEMA_VERSION = 1
+RACY_NS = 2_000_000_000  # coarse file-system clocks: an mtime this close to a check proves nothing
+
+NOTE_FIELDS = ("id", "path", "kind", "title", "mtime_ns", "size", "sha", "fp", "type", "value", "score", "ts",
+               "lifecycle", "source", "trust", "status", "namespace", "episode", "tags", "aliases", "links",
+               "body", "meta_json", "error")
+_LIST_FIELDS = ("tags", "aliases", "links")
+
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS notes(doc INTEGER PRIMARY KEY, {", ".join(NOTE_FIELDS)});
+CREATE UNIQUE INDEX IF NOT EXISTS notes_path ON notes(path);
+CREATE INDEX IF NOT EXISTS notes_id ON notes(id);
+CREATE INDEX IF NOT EXISTS notes_fp ON notes(fp);
+CREATE TABLE IF NOT EXISTS delta(doc INTEGER PRIMARY KEY, terms TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tomb(doc INTEGER PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS access(id TEXT PRIMARY KEY, uses INTEGER NOT NULL, last REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS logpos(file TEXT PRIMARY KEY, offset INTEGER NOT NULL);
+"""
+
+
+@dataclass(frozen=True)
+class ScanRoot:
+    """A folder the index scans, the kind of note it holds and its folder role (memories, inbox …)."""
+
+    path: Path
+    kind: str
+    folder: str
+
+
+@dataclass
+class RefreshStats:
+    """What one refresh did."""
+
+    scanned: int = 0
+    read: int = 0
+    parsed: int = 0
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    compacted: bool = False
+
+
+Progress = Callable[[int, int], None]
+
+
+class Index:
+    """The sidecar of one vault; one instance may be shared by the threads of a process."""
+
+    def __init__(self, cache_dir: Path, vault_root: Path, roots: list[ScanRoot], devices_dir: Path,
+                 defaults: dict[str, Any], compact_min: int = 256, compact_ratio: float = 0.02):
+        self.cache_dir = cache_dir
+        self.vault_root = vault_root
+        self.roots = roots
+        self.devices_dir = devices_dir
+        self.defaults = defaults
+        self.compact_min = compact_min
+        self.compact_ratio = compact_ratio
+        self._local = threading.local()
+        self._lock = threading.RLock()
+        self._lock_depth = 0
+        self._snapshot: Snapshot | None = None
+        self._snapshot_version = ""
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        self._ensure_schema()
+
+    # -- connections -------------------------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._open_db()
+            self._local.conn = conn
+        return conn
+
+    def _open_db(self) -> sqlite3.Connection:
+        path = self.cache_dir / "index.sqlite"
+        try:
+            return _connect(path)
+        except sqlite3.DatabaseError:
+            # A damaged sidecar is only a cache: drop it and rebuild from the notes.
+            for stale in self.cache_dir.glob("index.sqlite*"):
+                stale.unlink()
+            return _connect(path)
+
+    def close(self) -> None:
+        """Close this thread's database connection."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    def _ensure_schema(self) -> None:
+        with self._write_lock():
+            conn = self._conn()
+            try:
+                conn.executescript(_SCHEMA)
+            except sqlite3.DatabaseError:
+                conn.close()
+                self._local.conn = None
+                for stale in self.cache_dir.glob("index.sqlite*"):
+                    stale.unlink()
+                conn = self._conn()
+                conn.executescript(_SCHEMA)
+            wanted = {"schema_version": str(SCHEMA_VERSION), "tokenizer_version": str(text.TOKENIZER_VERSION)}
+            current = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?)", tuple(wanted)))
+            if current and current != wanted:
+                self._wipe(conn)
+            with _transaction(conn):
+                for key, value in wanted.items():
+                    conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def _wipe(self, conn: sqlite3.Connection) -> None:
+        """Forget everything (schema or tokenizer changed): the next refresh rebuilds from the notes."""
+        with _transaction(conn):
+            for table in ("meta", "notes", "delta", "tomb", "access", "logpos"):
+                conn.execute(f"DELETE FROM {table}")
+        for gen in self.cache_dir.glob("gen-*"):
+            shutil.rmtree(gen, ignore_errors=True)
+
+    @contextmanager
+    def _write_lock(self):
+        """One writer at a time across processes and threads (readers never wait)."""
+        with self._lock:
+            if self._lock_depth:  # re-entered by the thread that holds it: flock would deadlock on itself
+                self._lock_depth += 1
+                try:
+                    yield
+                finally:
+                    self._lock_depth -= 1
+                return
+            with open(self.cache_dir / "write.lock", "a+b") as handle:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+                self._lock_depth = 1
+                try:
+                    yield
+                finally:
+                    self._lock_depth = 0
+                    fcntl.flock(handle, fcntl.LOCK_UN)
+
+    # -- meta ----------------------------------------------------------------------------------
+    def _meta(self, conn: sqlite3.Connection, key: str, default: str = "") -> str:
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else default
+
+    def _set_meta(self, conn: sqlite3.Connection, **values: Any) -> None:
+        for key, value in values.items():
+            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, str(value)))
+
+    # -- refresh -------------------------------------------------------------------------------
+    def scan(self) -> dict[str, tuple[ScanRoot, int, int]]:
+        """Every note file under the scan roots: relative path -> (root, mtime_ns, size)."""
+        found: dict[str, tuple[ScanRoot, int, int]] = {}
+        for root in self.roots:
+            for path, st in _walk(root.path):
+                rel = path.relative_to(self.vault_root).as_posix()
+                found[rel] = (root, st.st_mtime_ns, st.st_size)
+        return found
+
+    def refresh(self, progress: Progress | None = None, force: bool = False) -> RefreshStats:
+        """Bring the index in line with the files: parse what changed, drop what is gone."""
+        with self._write_lock():
+            conn = self._conn()
+            stats = RefreshStats()
+            started = time.time_ns()
+            racy = int(self._meta(conn, "checked_ns", "0")) - RACY_NS
+            files = self.scan()
+            stats.scanned = len(files)
+            known = {row[0]: row[1:] for row in conn.execute("SELECT path, doc, mtime_ns, size, sha FROM notes")}
+            todo = [rel for rel, (_, mtime, size) in files.items()
+                    if force or rel not in known or known[rel][1:3] != (mtime, size) or mtime >= racy]
+            gone = [rel for rel in known if rel not in files]
+            records, restamped = self._read_changed(todo, files, known, force, progress)
+            stats.read = len(todo)
+            stats.parsed = len(records)
+            stats.added = sum(1 for rec in records if rec.path not in known)
+            stats.updated = len(records) - stats.added
+            stats.removed = len(gone)
+            big = len(records) > self._threshold(conn)
+            self._apply(conn, records, gone, restamped, to_delta=not big, checked_ns=started)
+            stats.compacted = self._maybe_compact(conn, progress, {r.path: r.terms for r in records} if big else None)
+            self.fold_events()
+            return stats
+
+    def _read_changed(self, todo: list[str], files: dict, known: dict, force: bool,
+                      progress: Progress | None) -> tuple[list[Record], list[tuple[int, int, str]]]:
+        """Records of the files whose bytes changed; the others only get their stat cache moved."""
+        records, restamped = [], []
+        for i, rel in enumerate(todo):
+            root, mtime, size = files[rel]
+            try:
+                data = (self.vault_root / rel).read_bytes()
+            except OSError:
+                continue  # vanished between scan and read: the next refresh drops it
+            old = known.get(rel)
+            if old is not None and not force and old[3] == content_hash(data):
+                restamped.append((mtime, size, rel))  # touched, not changed
+            else:
+                records.append(build_record(data, rel, root.kind, root.folder, (mtime, size), self.defaults))
+            if progress and (i % 256 == 0 or i == len(todo) - 1):
+                progress(i + 1, len(todo))
+        return records, restamped
+
+    def upsert(self, records: list[Record]) -> None:
+        """Store notes vaultmem itself just wrote (no rescan needed)."""
+        with self._write_lock():
+            conn = self._conn()
+            big = len(records) > self._threshold(conn)
+            self._apply(conn, records, [], [], to_delta=not big, checked_ns=time.time_ns())
+            self._maybe_compact(conn, None, {r.path: r.terms for r in records} if big else None)
+
+    def _apply(self, conn: sqlite3.Connection, records: list[Record], gone: list[str],
+               restamped: list[tuple[int, int, str]], to_delta: bool = True, checked_ns: int = 0) -> None:
+        """Write changed rows; with to_delta False their terms wait for the compaction that follows
+        (flagged in the same transaction, so a crash before it still ends in a compaction).
+
+        checked_ns is when the files were looked at: a file modified within RACY_NS of it may have
+        changed again in the same mtime tick, so the next refresh re-hashes it (as git does).
+        """
+        with _transaction(conn):
+            self._set_meta(conn, checked_ns=checked_ns)
+            if not (records or gone or restamped):
+                return
+            next_doc = int(self._meta(conn, "next_doc", "0"))
+            for rel in gone + [rec.path for rec in records]:
+                self._drop(conn, rel)
+            conn.executemany("UPDATE notes SET mtime_ns = ?, size = ? WHERE path = ?", restamped)
+            for rec in records:
+                conn.execute(_INSERT_NOTE, (next_doc, *_row(rec)))
+                if to_delta:
+                    conn.execute("INSERT INTO delta VALUES (?, ?)", (next_doc, _encode_terms(rec.terms)))
+                next_doc += 1
+            self._set_meta(conn, next_doc=next_doc, version=int(self._meta(conn, "version", "0")) + 1)
+            if not to_delta:
+                self._set_meta(conn, needs_compaction=1)
+
+    def _drop(self, conn: sqlite3.Connection, rel: str) -> None:
+        row = conn.execute("SELECT doc FROM notes WHERE path = ?", (rel,)).fetchone()
+        if row is None:
+            return
+        conn.execute("DELETE FROM notes WHERE doc = ?", row)
+        if conn.execute("DELETE FROM delta WHERE doc = ?", row).rowcount == 0:
+            conn.execute("INSERT OR IGNORE INTO tomb VALUES (?)", row)
+
+    def _threshold(self, conn: sqlite3.Connection) -> float:
+        return max(self.compact_min, self.compact_ratio * int(self._meta(conn, "n_base", "0")))
+
+    def _maybe_compact(self, conn: sqlite3.Connection, progress: Progress | None,
+                       fresh: dict[str, Any] | None = None) -> bool:
+        pending = conn.execute("SELECT (SELECT count(*) FROM delta) + (SELECT count(*) FROM tomb)").fetchone()[0]
+        if (self._meta(conn, "generation") and self._meta(conn, "needs_compaction") != "1"
+                and pending <= self._threshold(conn)):
+            return False
+        self._compact(conn, progress, fresh or {})
+        return True
+
+    def compact(self, progress: Progress | None = None) -> None:
+        """Merge the delta into a new generation now."""
+        with self._write_lock():
+            self._compact(self._conn(), progress, {})
+
+    def _compact(self, conn: sqlite3.Connection, progress: Progress | None, fresh: dict[str, Any]) -> None:
+        """Write a new generation of every live note, renumbering notes densely by path.
+
+        Terms come from `fresh` (just parsed), else the delta, else the stored row re-tokenised.
+        """
+        rows = conn.execute(f"SELECT doc, {', '.join(NOTE_FIELDS)} FROM notes ORDER BY path").fetchall()
+        delta_terms = dict(conn.execute("SELECT doc, terms FROM delta"))
+        recs: list[Record] = []
+        for i, row in enumerate(rows):
+            rec = _record_from_row(row[1:])
+            terms = fresh.get(rec.path)
+            if terms is None:
+                cached = delta_terms.get(row[0])
+                terms = _decode_terms(cached) if cached is not None else index_terms(rec)
+            rec.terms = terms
+            recs.append(rec)
+            if progress and i % 1024 == 0:
+                progress(i, len(rows))
+        generation = int(self._meta(conn, "generation", "0") or 0) + 1
+        write_generation(self.cache_dir / f"gen-{generation}", recs)
+        with _transaction(conn):
+            conn.execute("UPDATE notes SET doc = -1 - doc")
+            conn.executemany("UPDATE notes SET doc = ? WHERE doc = ?",
+                             [(new, -1 - old[0]) for new, old in enumerate(rows)])
+            conn.execute("DELETE FROM delta")
+            conn.execute("DELETE FROM tomb")
+            self._set_meta(conn, generation=generation, n_base=len(rows), next_doc=len(rows), needs_compaction=0,
+                           version=int(self._meta(conn, "version", "0")) + 1)
+        self._drop_old_generations(generation)
+
+    def _drop_old_generations(self, current: int) -> None:
+        # Keep the previous generation: a reader that read the old pointer may still be opening it.
+        for gen in self.cache_dir.glob("gen-*"):
+            suffix = gen.name[4:]
+            if suffix.isdigit() and int(suffix) < current - 1:
+                shutil.rmtree(gen, ignore_errors=True)
+
+    # -- events --------------------------------------------------------------------------------
+    def fold_events(self) -> None:
+        """Fold new access events of every device's logs into per-note use counts."""
+        conn = self._conn()
+        offsets = dict(conn.execute("SELECT file, offset FROM logpos"))
+        pending = []
+        for path in log_files(self.devices_dir, "events"):
+            key = path.relative_to(self.devices_dir).as_posix()
+            if path.stat().st_size > offsets.get(key, 0):
+                pending.append((key, path))
+        if not pending:
+            return
+        with self._write_lock(), _transaction(conn):
+            for key, path in pending:
+                start = conn.execute("SELECT offset FROM logpos WHERE file = ?", (key,)).fetchone()
+                events, end = read_new_lines(path, start[0] if start else 0)
+                for ev in events:
+                    if ev.get("event") == "access" and isinstance(ev.get("id"), str):
+                        conn.execute(_UPSERT_ACCESS, (ev["id"], float(ev.get("ts", 0))))
+                conn.execute("INSERT OR REPLACE INTO logpos VALUES (?, ?)", (key, end))
+            conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'version'")
+
+    # -- reading -------------------------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        """The current index as immutable arrays; reloaded only when another write happened."""
+        conn = self._conn()
+        version = self._meta(conn, "version", "0") + ":" + self._meta(conn, "generation", "0")
+        with self._lock:
+            if self._snapshot is None or version != self._snapshot_version:
+                self._snapshot = self._load(conn)
+                self._snapshot_version = version
+            return self._snapshot
+
+    def _load(self, conn: sqlite3.Connection) -> Snapshot:
+        for _ in range(3):
+            with _transaction(conn, "BEGIN"):
+                generation = self._meta(conn, "generation", "")
+                n_base = int(self._meta(conn, "n_base", "0"))
+                next_doc = int(self._meta(conn, "next_doc", "0"))
+                tombs = np.fromiter((r[0] for r in conn.execute("SELECT doc FROM tomb")), dtype=np.int64)
+                delta = conn.execute(
+                    f"SELECT d.doc, d.terms, {', '.join('n.' + c for c in COLUMNS)} "
+                    "FROM delta d JOIN notes n USING (doc) ORDER BY d.doc").fetchall()
+                access = conn.execute("SELECT n.doc, a.uses, a.last FROM access a JOIN notes n ON n.id = a.id").fetchall()
+                entities = conn.execute("SELECT title, aliases FROM notes WHERE kind = 'entity'").fetchall()
+            try:
+                return load_snapshot(self.cache_dir / f"gen-{generation}" if generation else None, n_base,
+                                     next_doc, tombs, delta, access, entities, int(generation or 0))
+            except FileNotFoundError:
+                continue  # a compaction switched generations while we read: read again
+        raise RuntimeError("the index kept changing while it was being read")
+
+    def rows(self, docs: Iterable[int], generation: int) -> dict[int, dict[str, Any]] | None:
+        """Full rows of these documents, or None when the index moved to another generation."""
+        docs = [int(d) for d in docs]
+        conn = self._conn()
+        with _transaction(conn, "BEGIN"):
+            if int(self._meta(conn, "generation", "0") or 0) != generation:
+                return None
+            marks = ",".join("?" * len(docs))
+            found = conn.execute(f"SELECT doc, {', '.join(NOTE_FIELDS)} FROM notes WHERE doc IN ({marks})", docs)
+            return {row[0]: _row_dict(row[1:]) for row in found}
+
+    def select_notes(self, where: str = "1", params: tuple = (), order: str = "path") -> list[dict[str, Any]]:
+        """Rows of the notes table matching a SQL condition."""
+        conn = self._conn()
+        sql = f"SELECT {', '.join(NOTE_FIELDS)} FROM notes WHERE {where} ORDER BY {order}"
+        return [_row_dict(r) for r in conn.execute(sql, params)]
+
+    def count(self, where: str = "1", params: tuple = ()) -> int:
+        """How many notes match a SQL condition."""
+        return self._conn().execute(f"SELECT count(*) FROM notes WHERE {where}", params).fetchone()[0]
+
+    def info(self) -> dict[str, Any]:
+        """Generation, delta size and files of the sidecar (for stats and doctor)."""
+        conn = self._conn()
+        size = sum(p.stat().st_size for p in self.cache_dir.rglob("*") if p.is_file())
+        return {
+            "generation": int(self._meta(conn, "generation", "0") or 0),
+            "notes_in_generation": int(self._meta(conn, "n_base", "0")),
+            "delta": conn.execute("SELECT count(*) FROM delta").fetchone()[0],
+            "tombstones": conn.execute("SELECT count(*) FROM tomb").fetchone()[0],
+            "schema_version": SCHEMA_VERSION,
+            "tokenizer_version": text.TOKENIZER_VERSION,
+            "sidecar_bytes": size,
+        }
+
+
+_INSERT_NOTE = f"INSERT INTO notes (doc, {', '.join(NOTE_FIELDS)}) VALUES ({', '.join('?' * (len(NOTE_FIELDS) + 1))})"
+_UPSERT_ACCESS = ("INSERT INTO access VALUES (?, 1, ?) ON CONFLICT(id) DO UPDATE SET uses = uses + 1, "
+                  "last = max(last, excluded.last)")
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout = 60000")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # fail now if the file is not a database
+    return conn
+
+
+@contextmanager
+def _transaction(conn: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE"):
+    conn.execute(begin)
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _walk(folder: Path):
+    """Markdown files below a folder, skipping hidden entries; yields (path, stat)."""
+    try:
+        entries = list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            yield from _walk(Path(entry.path))
+        elif entry.name.endswith(".md") and entry.is_file():
+            yield Path(entry.path), entry.stat()
+
+
+def _row(rec: Record) -> tuple:
+    return tuple(json.dumps(getattr(rec, f), ensure_ascii=False) if f in _LIST_FIELDS else getattr(rec, f)
+                 for f in NOTE_FIELDS)
+
+
+def _row_dict(values: tuple) -> dict[str, Any]:
+    row = dict(zip(NOTE_FIELDS, values))
+    for f in _LIST_FIELDS:
+        row[f] = json.loads(row[f]) if row[f] else []
+    return row
+
+
+def _record_from_row(values: tuple) -> Record:
+    return Record(**_row_dict(values))
+
+
+def _encode_terms(terms) -> str:
+    return "\n".join(f"{term}\t{tf}" for term, tf in terms.items())
+
+
+def _decode_terms(blob: str):
+    from collections import Counter
+
+    out: Counter = Counter()
+    for line in blob.split("\n"):
+        if line:
+            term, _, tf = line.rpartition("\t")
+            out[term] = int(tf)
+    return out

@@ -1,0 +1,263 @@
+"""recall: a query -> channels (lexical, tags, graph, strength) -> one fused, explainable ranking."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import scoring, text
+from .records import LINK_PREFIX, TAG_PREFIX
+from .snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from .vault import Vault
+
+HIDDEN_STATUSES = ("superseded", "archived", "candidate")
+_RECENT = re.compile(r"\b(latest|recent|recently|newest|last time|lately|most recent)\b|最近|上次|最新|近来|近期|刚才")
+_MAX_ENTITY_HITS = 8
+
+
+@dataclass
+class Query:
+    """What to recall; every filter is optional."""
+
+    text: str = ""
+    tags: list[str] = field(default_factory=list)
+    limit: int | None = None
+    type: str | None = None
+    source: str | None = None
+    namespace: str | None = None
+    lifecycle: str | None = None
+    status: list[str] | None = None   # None: everything but superseded, archived and candidate
+    include: list[str] = field(default_factory=list)  # hidden statuses to show as well
+    since: float | None = None        # POSIX seconds
+    until: float | None = None
+    kinds: tuple[str, ...] = ("memory",)
+    now: float | None = None
+    record_access: bool | None = None  # None: as configured (reinforcement.record_access)
+
+
+@dataclass
+class Hit:
+    """One recalled memory with every number that ranked it."""
+
+    id: str
+    path: str
+    title: str
+    content: str
+    tags: list[str]
+    source: str
+    lifecycle: str
+    timestamp: str
+    score: float
+    effective: float
+    final: float
+    type: str = ""
+    value: str = ""
+    status: str = ""
+    namespace: str = ""
+    decay: float = 1.0
+    channels: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON form (documented in the README)."""
+        return asdict(self)
+
+
+def recall(vault: Vault, query: Query) -> list[Hit]:
+    """Rank the vault's memories for a query; records access events for the hits when configured."""
+    cfg = vault.config["ranking"]
+    limit = int(query.limit or cfg["limit"])
+    now = time.time() if query.now is None else query.now
+    for _ in range(3):
+        snap = vault.index.snapshot()
+        ranked = _rank(snap, query, vault.config, now)
+        if ranked is None:
+            return []
+        docs, channels, eff, dec = ranked
+        hits = _hits(vault, snap, query, docs, channels, eff, dec, limit, cfg)
+        if hits is not None:
+            break
+    else:
+        raise RuntimeError("the index kept changing during recall")
+    record = vault.config["reinforcement"]["record_access"] if query.record_access is None else query.record_access
+    if record and hits:
+        vault.record_access([h.id for h in hits], now)
+    return hits
+
+
+def _mask(snap: Snapshot, q: Query) -> np.ndarray:
+    mask = snap.live.copy()
+    mask &= np.isin(snap.codes["kind"], [snap.code("kind", k) for k in q.kinds])
+    if q.status is None:
+        hidden = [snap.code("status", s) for s in HIDDEN_STATUSES if s not in q.include]
+        mask &= ~np.isin(snap.codes["status"], hidden)
+    else:
+        mask &= np.isin(snap.codes["status"], [snap.code("status", s) for s in q.status])
+    for column in ("type", "source", "namespace", "lifecycle"):
+        wanted = getattr(q, column)
+        if wanted is not None:
+            mask &= snap.codes[column] == snap.code(column, wanted)
+    if q.since is not None:
+        mask &= snap.ts >= q.since
+    if q.until is not None:
+        mask &= snap.ts <= q.until
+    return mask
+
+
+def _lexical(snap: Snapshot, terms: list[str], cfg: dict) -> np.ndarray:
+    """BM25 over the query's terms; very common terms are skipped when rarer ones exist."""
+    scores = np.zeros(snap.size, dtype=np.float32)
+    n = max(snap.n_live, 1)
+    lists = [(t, *snap.postings(t)) for t in terms]
+    lists = [item for item in lists if len(item[1])]
+    if not lists:
+        return scores
+    common = cfg["common_term_ratio"] * n
+    rare = [item for item in lists if len(item[1]) <= common]
+    avg_len = snap.avg_len
+    for _, docs, tf in (rare or lists):
+        weight = scoring.bm25(tf, snap.doclen[docs], avg_len, scoring.idf(len(docs), n), cfg["bm25_k1"], cfg["bm25_b"])
+        scores[docs] += weight
+    return scores
+
+
+def _tag_channel(snap: Snapshot, q: Query, terms: list[str]) -> tuple[np.ndarray, np.ndarray | None]:
+    """Share of the query's tags each note carries; explicit --tag values must all be present."""
+    channel = np.zeros(snap.size, dtype=np.float32)
+    required = None
+    wanted = [text.normalize_tag(t) for t in q.tags if text.normalize_tag(t)]
+    for tag in wanted:
+        docs, _ = snap.postings(TAG_PREFIX + tag)
+        has = np.zeros(snap.size, dtype=bool)
+        has[docs] = True
+        required = has if required is None else required & has
+        channel[docs] += 1.0
+    words = [t for t in terms if t not in wanted]
+    for word in words:
+        docs, _ = snap.postings(TAG_PREFIX + word)
+        channel[docs] += 1.0
+    total = len(wanted) + len(words)
+    return (channel / total if total else channel), required
+
+
+def _graph_channel(snap: Snapshot, query_norm: str) -> np.ndarray:
+    """1 for memories linking to an entity the query names by title or alias (one hop)."""
+    channel = np.zeros(snap.size, dtype=np.float32)
+    if not query_norm:
+        return channel
+    named = 0
+    for name, key in snap.entities:
+        if name in query_norm:
+            docs, _ = snap.postings(LINK_PREFIX + " ".join(key.split()))
+            channel[docs] = 1.0
+            named += 1
+            if named >= _MAX_ENTITY_HITS:
+                break
+    return channel
+
+
+def _half_lives(snap: Snapshot, table: dict) -> np.ndarray:
+    per_code = np.array([scoring.half_life_hours(v, table) for v in snap.vocab["lifecycle"]] or [np.inf])
+    return per_code[snap.codes["lifecycle"]]
+
+
+def _rank(snap: Snapshot, q: Query, config: dict, now: float):
+    """Candidates with their channel values, effective strength and decay; None when nothing matches."""
+    cfg = config["ranking"]
+    mask = _mask(snap, q)
+    query_norm = text.normalize(q.text).strip()
+    terms = text.query_terms(q.text) if query_norm else []
+    lexical = _lexical(snap, terms, cfg) if terms else np.zeros(snap.size, dtype=np.float32)
+    tags, required = _tag_channel(snap, q, terms)
+    graph = _graph_channel(snap, query_norm)
+    if required is not None:
+        mask &= required
+    if query_norm:
+        mask &= (lexical > 0) | (tags > 0) | (graph > 0)
+    docs = np.flatnonzero(mask)
+    if not len(docs):
+        return None
+    hl = _half_lives(snap, config["half_life_hours"])[docs]
+    r = config["reinforcement"]
+    age_ref = np.maximum(snap.ts[docs], snap.last_use[docs])
+    dec = scoring.decay((now - age_ref) / scoring.SECONDS_PER_HOUR, hl)
+    eff = scoring.strength(snap.score[docs], snap.uses[docs], r["reward"], r["max_reward"]) * dec
+    channels = {
+        "lexical": scoring.normalise(lexical[docs]),
+        "tags": tags[docs],
+        "graph": graph[docs],
+        "strength": np.clip(eff / scoring.MAX_SCORE, 0.0, 1.0),
+    }
+    return docs, channels, eff, dec
+
+
+def _weights(cfg: dict, query_text: str) -> dict[str, float]:
+    weights = dict(cfg["weights"])
+    if _RECENT.search(text.normalize(query_text)):
+        weights["strength"] = cfg["recency_weight"]
+    return weights
+
+
+def _hits(vault: Vault, snap: Snapshot, q: Query, docs, channels, eff, dec, limit: int, cfg: dict):
+    """Fuse, take the best, rescore the short list with rapidfuzz, fetch rows; None if the index moved."""
+    weights = _weights(cfg, q.text)
+    if cfg["fusion"] == "rrf":
+        final = scoring.fuse_rrf(channels, weights, cfg["rrf_k"])
+    else:
+        final = scoring.fuse_weighted(channels, weights)
+    short = max(limit, int(cfg["fuzzy_rescore"]) if q.text.strip() else 0)
+    top = _top(final, short)
+    rows = vault.index.rows(docs[top], snap.generation)
+    if rows is None:
+        return None
+    fuzzy = _fuzzy(q.text, [rows.get(int(docs[i])) for i in top], cfg) if q.text.strip() else None
+    scored = []
+    for j, i in enumerate(top):
+        row = rows.get(int(docs[i]))
+        if row is None:
+            continue  # changed or removed since the snapshot: the next recall sees its new form
+        parts = {name: float(values[i]) for name, values in channels.items()}
+        total = float(final[i])
+        if fuzzy is not None:
+            parts["fuzzy"] = float(fuzzy[j])
+            total += cfg["fuzzy_weight"] * parts["fuzzy"]
+        scored.append((total, j, row, parts, i))
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    return [_hit(row, parts, total, float(eff[i]), float(dec[i])) for total, _, row, parts, i in scored[:limit]]
+
+
+def _top(values: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k largest values, best first (ties keep index order)."""
+    if k < len(values):
+        part = np.argpartition(-values, k)[:k]
+    else:
+        part = np.arange(len(values))
+    return part[np.lexsort((part, -values[part]))]
+
+
+def _fuzzy(query: str, rows: list[dict | None], cfg: dict) -> np.ndarray:
+    """rapidfuzz partial-ratio of the query against each short-listed note (typo tolerance)."""
+    from rapidfuzz import fuzz
+
+    q = text.normalize(query)
+    return np.array([fuzz.partial_ratio(q, text.normalize(r["title"] + " " + r["body"])) / 100.0 if r else 0.0
+                     for r in rows])
+
+
+def _hit(row: dict[str, Any], parts: dict[str, float], final: float, eff: float, dec: float) -> Hit:
+    meta = json.loads(row["meta_json"] or "{}")
+    stamp = meta.get("timestamp") or meta.get("date")
+    if not stamp:
+        stamp = dt.datetime.fromtimestamp(row["ts"]).astimezone().isoformat(timespec="seconds")
+    return Hit(id=row["id"], path=row["path"], title=row["title"], content=row["body"].strip(), tags=row["tags"],
+               source=row["source"], lifecycle=row["lifecycle"], timestamp=str(stamp), score=float(row["score"]),
+               effective=round(eff, 6), final=round(final, 6), type=row["type"], value=row["value"],
+               status=row["status"], namespace=row["namespace"], decay=round(dec, 6),
+               channels={k: round(v, 6) for k, v in parts.items()})

@@ -1,0 +1,149 @@
+"""What the index knows of one note file: parsed fields, index terms and flags."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import text
+from .errors import NoteFormatError
+from .note import parse_note
+
+KINDS = ("memory", "entity", "episode")
+STATUS_BY_FOLDER = {"inbox": "candidate", "archive": "archived"}
+TAG_PREFIX = "#"
+LINK_PREFIX = "@"
+
+
+@dataclass
+class Record:
+    """One note as the index stores it (path is relative to the vault, POSIX style)."""
+
+    path: str
+    kind: str
+    title: str
+    mtime_ns: int
+    size: int
+    sha: str
+    id: str = ""
+    fp: str = ""
+    type: str = ""
+    value: str = ""
+    score: float = 5.0
+    ts: float = 0.0
+    lifecycle: str = ""
+    source: str = ""
+    trust: str = ""
+    status: str = "active"
+    namespace: str = ""
+    episode: str = ""
+    tags: list[str] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)
+    body: str = ""
+    meta_json: str = "{}"
+    error: str = ""
+    terms: Counter = field(default_factory=Counter)
+
+
+def link_key(name: str) -> str:
+    """How a link target or an entity title is compared: file name only, no `.md`, normalised."""
+    base = name.rsplit("/", 1)[-1]
+    return text.normalize(base[:-3] if base.lower().endswith(".md") else base).strip()
+
+
+def content_hash(data: bytes) -> str:
+    """A short, stable digest of a file's bytes (change detection, not security)."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def synthetic_id(relpath: str) -> str:
+    """An id for a note that has none (a hand-made note): stable while the note keeps its path."""
+    return "path-" + hashlib.blake2b(relpath.encode("utf-8"), digest_size=8).hexdigest()
+
+
+def to_epoch(value: Any, fallback: float) -> float:
+    """POSIX seconds of a frontmatter time (datetime, date or ISO string); naive means local time."""
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            return fallback
+    if isinstance(value, dt.datetime):
+        return value.timestamp()
+    if isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day).timestamp()
+    return fallback
+
+
+def _json_default(value: Any) -> str:
+    return value.isoformat() if isinstance(value, (dt.date, dt.datetime)) else str(value)
+
+
+def _str(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _number(value: Any, fallback: float) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return fallback
+
+
+def build_record(data: bytes, relpath: str, kind: str, folder: str, stat: tuple[int, int],
+                 defaults: dict[str, Any]) -> Record:
+    """Parse one file's bytes into a Record; a note that fails to parse is indexed by its raw text."""
+    title = Path(relpath).stem
+    rec = Record(path=relpath, kind=kind, title=title, mtime_ns=stat[0], size=stat[1], sha=content_hash(data))
+    mtime = stat[0] / 1e9
+    try:
+        note = parse_note(data, relpath)
+    except NoteFormatError as exc:
+        rec.error = str(exc)
+        rec.id = synthetic_id(relpath)
+        rec.body = data.decode("utf-8", errors="replace").replace("\x00", "")
+        rec.ts = mtime
+        rec.status = STATUS_BY_FOLDER.get(folder, "active")
+        rec.fp = text.fingerprint(rec.body)
+        rec.terms = index_terms(rec)
+        return rec
+    _fill_from_note(rec, note.meta, note.body, note.tags, note.aliases, note.links, folder, mtime, defaults)
+    return rec
+
+
+def _fill_from_note(rec: Record, meta: dict[str, Any], body: str, tags: list[str], aliases: list[str],
+                    links: list[str], folder: str, mtime: float, defaults: dict[str, Any]) -> None:
+    rec.id = _str(meta.get("id")).strip() or synthetic_id(rec.path)
+    rec.type = _str(meta.get("type")) or (rec.kind if rec.kind != "memory" else "")
+    rec.value = _str(meta.get("value"))
+    rec.score = _number(meta.get("score"), float(defaults.get("score", 5.0)))
+    rec.ts = to_epoch(meta.get("timestamp", meta.get("date")), mtime)
+    rec.lifecycle = _str(meta.get("lifecycle")) or _str(defaults.get("lifecycle"))
+    rec.source = _str(meta.get("source"))
+    rec.trust = _str(meta.get("trust"))
+    rec.status = _str(meta.get("status")) or STATUS_BY_FOLDER.get(folder, "active")
+    rec.namespace = _str(meta.get("namespace")) or _str(defaults.get("namespace"))
+    rec.episode = _str(meta.get("episode"))
+    rec.tags, rec.aliases, rec.links = tags, aliases, links
+    rec.body = body
+    rec.meta_json = json.dumps(meta, ensure_ascii=False, default=_json_default)
+    rec.fp = text.fingerprint(body)
+    rec.terms = index_terms(rec)
+
+
+def index_terms(rec: Record) -> Counter:
+    """The terms a note is found by: words and grams of its title, body, value, tags and aliases,
+    plus one exact term per tag (`#tag`) and per link target (`@target`)."""
+    indexed = "\n".join([rec.title, rec.body, rec.value, " ".join(rec.tags), " ".join(rec.aliases)])
+    terms = Counter(text.terms(indexed))
+    for tag in rec.tags:
+        terms[TAG_PREFIX + "_".join(text.normalize_tag(tag).split())] += 1
+    for link in rec.links:
+        terms[LINK_PREFIX + " ".join(link_key(link).split())] += 1
+    return terms

@@ -1,0 +1,102 @@
+"""Pure ranking arithmetic: decay, strength, BM25 and channel fusion (numbers in, numbers out).
+
+The rule, documented once here and in the README:
+
+    strength   = (score + min(uses x reward, max_reward)) x feedback
+    effective  = strength x 0.5 ** (hours since t_ref / half_life(lifecycle))
+                 t_ref = the later of the write and the last recorded use
+    final      = sum over channels of weight_c x channel_c        (fusion "weighted")
+               = sum over channels of weight_c / (rrf_k + rank_c)  (fusion "rrf")
+
+Every channel is in 0..1: lexical is BM25 divided by the best BM25 of the query, strength is
+effective / 10. With the default weights (lexical 1.0, strength 0.15) decay can move a memory
+by at most 0.15, so a strongly relevant old memory is never buried under weak recent ones:
+decay is a prior, not a wall.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+SECONDS_PER_HOUR = 3600.0
+MAX_SCORE = 10.0
+
+
+def half_life_hours(lifecycle: str | None, table: Mapping[str, float | None]) -> float:
+    """The half-life of a lifecycle in hours; `inf` when it never decays."""
+    key = lifecycle if lifecycle in table else "default"
+    value = table.get(key, 30.0)
+    return math.inf if value is None or value <= 0 else float(value)
+
+
+def decay(age_hours: np.ndarray | float, half_life: np.ndarray | float) -> np.ndarray:
+    """0.5 ** (age / half_life); ages below zero count as zero, an infinite half-life as no decay."""
+    age = np.maximum(np.asarray(age_hours, dtype=np.float64), 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        exponent = np.where(np.isinf(half_life), 0.0, age / half_life)
+    return np.power(0.5, exponent)
+
+
+def strength(score: np.ndarray | float, uses: np.ndarray | float, reward: float, max_reward: float,
+             feedback: np.ndarray | float = 1.0) -> np.ndarray:
+    """Base score plus a capped reward per recorded use, times a feedback weight."""
+    bonus = np.minimum(np.asarray(uses, dtype=np.float64) * reward, max_reward)
+    return (np.asarray(score, dtype=np.float64) + bonus) * feedback
+
+
+def effective(score: np.ndarray | float, uses: np.ndarray | float, written: np.ndarray | float,
+              last_use: np.ndarray | float, now: float, half_life: np.ndarray | float,
+              reward: float, max_reward: float) -> np.ndarray:
+    """Strength decayed from the later of write and last use (reading resets the clock).
+
+    Args:
+        written, last_use, now: POSIX seconds (last_use 0 when never used).
+        half_life: hours (inf for permanent).
+    """
+    t_ref = np.maximum(written, last_use)
+    age_hours = (now - t_ref) / SECONDS_PER_HOUR
+    return strength(score, uses, reward, max_reward) * decay(age_hours, half_life)
+
+
+def idf(df: int, n_docs: int) -> float:
+    """BM25 inverse document frequency; df is capped at n_docs (postings may still hold
+    replaced notes until the next compaction), so no term weighs zero or less."""
+    df = min(df, n_docs)
+    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+def bm25(tf: np.ndarray, doc_len: np.ndarray, avg_len: float, term_idf: float, k1: float, b: float) -> np.ndarray:
+    """BM25 weight of one term for each document of its posting list."""
+    tf = tf.astype(np.float32)
+    norm = k1 * (1.0 - b + b * (doc_len / max(avg_len, 1e-9)))
+    return term_idf * tf * (k1 + 1.0) / (tf + norm)
+
+
+def normalise(values: np.ndarray) -> np.ndarray:
+    """Scale to 0..1 by the maximum (all zeros stay zeros)."""
+    top = float(values.max()) if values.size else 0.0
+    return values / top if top > 0 else np.zeros_like(values)
+
+
+def fuse_weighted(channels: Mapping[str, np.ndarray], weights: Mapping[str, float]) -> np.ndarray:
+    """Sum of each channel (already 0..1) times its weight."""
+    total = None
+    for name, values in channels.items():
+        part = weights.get(name, 0.0) * values
+        total = part if total is None else total + part
+    return total if total is not None else np.zeros(0)
+
+
+def fuse_rrf(channels: Mapping[str, np.ndarray], weights: Mapping[str, float], k: float) -> np.ndarray:
+    """Reciprocal-rank fusion: weight / (k + rank) per channel; a channel scoring 0 adds nothing."""
+    total = None
+    for name, values in channels.items():
+        order = np.argsort(-values, kind="stable")
+        rank = np.empty(len(values), dtype=np.float64)
+        rank[order] = np.arange(1, len(values) + 1)
+        part = np.where(values > 0, weights.get(name, 0.0) / (k + rank), 0.0)
+        total = part if total is None else total + part
+    return total if total is not None else np.zeros(0)

@@ -1,0 +1,262 @@
+"""Immutable in-memory view of the index: memory-mapped generation arrays plus the small delta."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import text
+from .records import Record, link_key
+
+NUMERIC = ("score", "ts")
+CATEGORICAL = ("kind", "status", "lifecycle", "namespace", "source", "type", "trust", "episode")
+COLUMNS = NUMERIC + CATEGORICAL
+_EMPTY_DOCS = np.zeros(0, dtype=np.uint32)
+_EMPTY_TF = np.zeros(0, dtype=np.uint16)
+
+
+def write_generation(folder: Path, recs: Sequence[Record]) -> None:
+    """Write one generation (document i = recs[i]) atomically: a temp folder renamed into place."""
+    tmp = folder.with_name(folder.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    _write_postings(tmp, recs)
+    np.save(tmp / "score.npy", np.array([r.score for r in recs], dtype=np.float32))
+    np.save(tmp / "ts.npy", np.array([r.ts for r in recs], dtype=np.float64))
+    vocab = {}
+    for name in CATEGORICAL:
+        values = [getattr(r, name) for r in recs]
+        names = sorted(set(values))
+        lookup = {v: i for i, v in enumerate(names)}
+        np.save(tmp / f"cat_{name}.npy", np.array([lookup[v] for v in values], dtype=np.int32))
+        vocab[name] = names
+    (tmp / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    for path in tmp.iterdir():
+        _fsync(path)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.replace(tmp, folder)
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_postings(folder: Path, recs: Sequence[Record]) -> None:
+    """Sorted term blob + offsets, and per-term runs of (doc, tf), documents ascending."""
+    ids: dict[str, int] = {}
+    term_ids: list[int] = []
+    docs: list[int] = []
+    tfs: list[int] = []
+    for doc, rec in enumerate(recs):
+        terms = rec.terms
+        term_ids.extend([ids.setdefault(t, len(ids)) for t in terms])
+        docs.extend([doc] * len(terms))
+        tfs.extend(terms.values())
+    encoded = [t.encode("utf-8") for t in ids]
+    order = sorted(range(len(encoded)), key=encoded.__getitem__)
+    rank = np.empty(len(encoded), dtype=np.int64)
+    rank[order] = np.arange(len(encoded))
+    term_rank = rank[np.asarray(term_ids, dtype=np.int64)] if term_ids else np.zeros(0, dtype=np.int64)
+    perm = np.argsort(term_rank, kind="stable")
+    doc_arr = np.asarray(docs, dtype=np.uint32)
+    tf_arr = np.minimum(np.asarray(tfs, dtype=np.int64), 65535).astype(np.uint16)
+    counts = np.bincount(term_rank, minlength=len(encoded))
+    blob = b"".join(encoded[i] for i in order)
+    lengths = np.array([len(encoded[i]) for i in order], dtype=np.int64)
+    (folder / "terms.bin").write_bytes(blob)
+    np.save(folder / "term_off.npy", np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64))
+    np.save(folder / "post_off.npy", np.concatenate([[0], np.cumsum(counts)]).astype(np.int64))
+    np.save(folder / "post_doc.npy", doc_arr[perm])
+    np.save(folder / "post_tf.npy", tf_arr[perm])
+    doclen = np.bincount(doc_arr, weights=tf_arr, minlength=len(recs)) if len(recs) else np.zeros(0)
+    np.save(folder / "doclen.npy", doclen.astype(np.float32))
+
+
+@dataclass
+class _Generation:
+    blob: bytes | np.ndarray
+    term_off: np.ndarray
+    post_off: np.ndarray
+    post_doc: np.ndarray
+    post_tf: np.ndarray
+
+    def find(self, term: bytes) -> int:
+        """Index of a term in the sorted blob, or -1 (binary search; UTF-8 bytes sort like code points)."""
+        lo, hi = 0, len(self.term_off) - 1
+        off = self.term_off
+        blob = self.blob
+        while lo < hi:
+            mid = (lo + hi) // 2
+            probe = bytes(blob[off[mid]:off[mid + 1]])
+            if probe < term:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < len(off) - 1 and bytes(blob[off[lo]:off[lo + 1]]) == term:
+            return lo
+        return -1
+
+
+@dataclass
+class Snapshot:
+    """One consistent reading of the index; never mutated after construction."""
+
+    generation: int
+    live: np.ndarray
+    score: np.ndarray
+    ts: np.ndarray
+    codes: dict[str, np.ndarray]
+    vocab: dict[str, list[str]]
+    doclen: np.ndarray
+    uses: np.ndarray
+    last_use: np.ndarray
+    entities: list[tuple[str, str]]
+    base: _Generation | None
+    delta: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        """Number of document slots (live or not)."""
+        return len(self.live)
+
+    @property
+    def n_live(self) -> int:
+        """Number of live notes."""
+        return int(self.live.sum())
+
+    @property
+    def avg_len(self) -> float:
+        """Mean document length over live notes."""
+        n = self.n_live
+        return float(self.doclen[self.live].sum() / n) if n else 0.0
+
+    def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """(docs, tf) of a term across the generation and the delta; dead docs are masked later."""
+        parts_d, parts_t = [], []
+        if self.base is not None:
+            i = self.base.find(term.encode("utf-8"))
+            if i >= 0:
+                a, b = self.base.post_off[i], self.base.post_off[i + 1]
+                parts_d.append(self.base.post_doc[a:b])
+                parts_t.append(self.base.post_tf[a:b])
+        extra = self.delta.get(term)
+        if extra is not None:
+            parts_d.append(extra[0])
+            parts_t.append(extra[1])
+        if not parts_d:
+            return _EMPTY_DOCS, _EMPTY_TF
+        if len(parts_d) == 1:
+            return parts_d[0], parts_t[0]
+        return np.concatenate(parts_d), np.concatenate(parts_t)
+
+    def code(self, column: str, value: str) -> int:
+        """The code of a categorical value, or -1 when no note has it."""
+        try:
+            return self.vocab[column].index(value)
+        except ValueError:
+            return -1
+
+    def value(self, column: str, doc: int) -> str:
+        """The categorical value of one document."""
+        return self.vocab[column][self.codes[column][doc]]
+
+
+def _load_generation(folder: Path) -> tuple[_Generation, dict[str, np.ndarray], dict[str, list[str]]]:
+    def arr(name: str) -> np.ndarray:
+        return np.load(folder / f"{name}.npy", mmap_mode="r")
+
+    size = (folder / "terms.bin").stat().st_size
+    blob = np.memmap(folder / "terms.bin", dtype=np.uint8, mode="r") if size else b""
+    gen = _Generation(blob, arr("term_off"), arr("post_off"), arr("post_doc"), arr("post_tf"))
+    columns = {name: arr(name) for name in NUMERIC + ("doclen",)}
+    columns.update({f"cat_{name}": arr(f"cat_{name}") for name in CATEGORICAL})
+    vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
+    return gen, columns, vocab
+
+
+def load_snapshot(folder: Path | None, n_base: int, next_doc: int, tombs: np.ndarray, delta_rows: list[tuple],
+                  access: list[tuple], entities: list[tuple[str, str]], generation: int) -> Snapshot:
+    """Assemble a snapshot from a generation folder and the delta rows read in the same transaction.
+
+    Each delta row is (doc, encoded terms, *COLUMNS values).
+    """
+    size = max(next_doc, n_base)
+    base, cols, vocab = None, {}, {name: [] for name in CATEGORICAL}
+    if folder is not None:
+        base, cols, vocab = _load_generation(folder)
+    live = np.zeros(size, dtype=bool)
+    live[:n_base] = True
+    if len(tombs):
+        live[tombs[tombs < size]] = False
+    score = _extend(cols.get("score"), size, np.float32)
+    ts = _extend(cols.get("ts"), size, np.float64)
+    doclen = _extend(cols.get("doclen"), size, np.float32)
+    codes = {name: _extend(cols.get(f"cat_{name}"), size, np.int32) for name in CATEGORICAL}
+    vocab = {name: list(vocab.get(name, [])) for name in CATEGORICAL}
+    delta = _load_delta(delta_rows, live, score, ts, doclen, codes, vocab)
+    uses = np.zeros(size, dtype=np.float32)
+    last_use = np.zeros(size, dtype=np.float64)
+    for doc, count, last in access:
+        if doc < size:
+            uses[doc], last_use[doc] = count, last
+    names = _entity_names(entities)
+    return Snapshot(generation, live, score, ts, codes, vocab, doclen, uses, last_use, names, base, delta)
+
+
+def _extend(column: np.ndarray | None, size: int, dtype) -> np.ndarray:
+    out = np.zeros(size, dtype=dtype)
+    if column is not None and len(column):
+        out[:len(column)] = column
+    return out
+
+
+def _load_delta(rows, live, score, ts, doclen, codes, vocab) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    postings: dict[str, tuple[list[int], list[int]]] = {}
+    lookups = {name: {v: i for i, v in enumerate(vocab[name])} for name in CATEGORICAL}
+    for doc, blob, *values in rows:
+        live[doc] = True
+        row = dict(zip(COLUMNS, values))
+        score[doc] = row["score"] or 0.0
+        ts[doc] = row["ts"] or 0.0
+        for name in CATEGORICAL:
+            value = row[name] or ""
+            if value not in lookups[name]:
+                lookups[name][value] = len(vocab[name])
+                vocab[name].append(value)
+            codes[name][doc] = lookups[name][value]
+        total = 0
+        for line in blob.split("\n"):
+            if not line:
+                continue
+            term, _, tf = line.rpartition("\t")
+            entry = postings.setdefault(term, ([], []))
+            entry[0].append(doc)
+            entry[1].append(int(tf))
+            total += int(tf)
+        doclen[doc] = total
+    return {t: (np.array(d, dtype=np.uint32), np.minimum(np.array(f), 65535).astype(np.uint16))
+            for t, (d, f) in postings.items()}
+
+
+def _entity_names(entities: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(normalised name or alias, link key of the entity) for every entity, longest names first."""
+    out = []
+    for title, aliases in entities:
+        key = link_key(title)
+        names = [title] + (json.loads(aliases) if aliases else [])
+        for name in names:
+            norm = text.normalize(str(name)).strip()
+            if len(norm) >= 2:
+                out.append((norm, key))
+    out.sort(key=lambda pair: -len(pair[0]))
+    return out

@@ -1,0 +1,307 @@
+"""A vault on disk: layout, path safety, atomic writes, id <-> path, and the Vault object."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import threading
+import time
+import unicodedata
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from .config import CONFIG_TEMPLATE, load_config
+from .errors import AmbiguousNote, NoteNotFound, UnsafePath, VaultNotFound, WriteConflict
+from .events import append_events, device_id
+from .index import Index, RefreshStats, ScanRoot
+from .records import Record, build_record, content_hash
+
+STATE_DIR = ".vaultmem"
+MEMORY_FOLDERS = ("memories", "inbox", "archive")
+KIND_BY_FOLDER = {"memories": "memory", "inbox": "memory", "archive": "memory",
+                  "entities": "entity", "episodes": "episode"}
+
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_FORBIDDEN = re.compile(r'[*"\\/<>:|?#^\[\]\x00-\x1f\x7f]')
+_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
+MAX_NAME_CHARS = 100
+MAX_NAME_BYTES = 200  # below the 255-byte limit of ext4/APFS, leaving room for " 12.md"
+
+
+def new_ulid(when: float | None = None) -> str:
+    """A ULID: 48-bit millisecond time + 80 random bits, Crockford base32 (sorts by creation time)."""
+    ms = int((time.time() if when is None else when) * 1000) & ((1 << 48) - 1)
+    value = (ms << 80) | int.from_bytes(secrets.token_bytes(10), "big")
+    return "".join(_CROCKFORD[(value >> shift) & 31] for shift in range(125, -1, -5))
+
+
+def safe_filename(title: str) -> str:
+    """A readable file stem Obsidian and every OS accept: no forbidden characters, no reserved
+    names, no leading dots, at most MAX_NAME_CHARS characters and MAX_NAME_BYTES bytes."""
+    name = unicodedata.normalize("NFC", title)
+    name = _FORBIDDEN.sub(" ", name)
+    name = " ".join(name.split()).strip(" .")
+    if name.lower().split(".")[0] in _RESERVED:
+        name = name + "_"
+    name = name[:MAX_NAME_CHARS]
+    while len(name.encode("utf-8")) > MAX_NAME_BYTES:
+        name = name[:-1]
+    return name.strip(" .") or "memory"
+
+
+def inside(root: Path, candidate: Path) -> bool:
+    """Whether a path, with symlinks resolved, stays inside root."""
+    try:
+        candidate.resolve().relative_to(root.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def atomic_write(path: Path, data: bytes, *, durable: bool = True, exclusive: bool = False) -> None:
+    """Write a whole file so a reader sees the old bytes or the new ones, never a mix.
+
+    A hidden temp file in the same folder is written (and fsynced when durable), then moved into
+    place; with exclusive, an existing file is never replaced (hard link, which fails if taken).
+    Raises FileExistsError when exclusive and the name is taken.
+    """
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            if durable:
+                os.fsync(handle.fileno())
+        if exclusive:
+            os.link(tmp, path)
+            os.unlink(tmp)
+        else:
+            os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    if durable:
+        _fsync_dir(path.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def find_templates() -> Path | None:
+    """The Obsidian templates shipped with vaultmem (in the wheel, or the source checkout)."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "templates", here.parent / "templates"):
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+class Vault:
+    """One memory vault. Safe to share between threads; several processes may open the same vault."""
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.root = Path(path).expanduser().resolve()
+        if not (self.root / STATE_DIR).is_dir():
+            if not self.root.is_dir():
+                raise VaultNotFound(f"{self.root} does not exist; create it with `vaultmem init {path}`")
+            raise VaultNotFound(f"{self.root} is not a vaultmem vault (no {STATE_DIR}/); run `vaultmem init {path}`")
+        self.state = self.root / STATE_DIR
+        self.config = load_config(self.state / "config.yaml")
+        self.memory_root = self._checked(self.root / str(self.config["memory_root"]))
+        self.folders = {role: self._checked(self.memory_root / name)
+                        for role, name in self.config["folders"].items()}
+        self.device = device_id()
+        self.device_dir = self.state / "devices" / self.device
+        self._index: Index | None = None
+        self._index_lock = threading.Lock()
+
+    def _checked(self, path: Path) -> Path:
+        if not inside(self.root, path):
+            raise UnsafePath(f"{path} is outside the vault {self.root}")
+        return path
+
+    @classmethod
+    def init(cls, path: str | os.PathLike[str]) -> Vault:
+        """Lay out a vault (folders, config, .gitignore, templates); an existing one is left as it is."""
+        root = Path(path).expanduser()
+        state = root / STATE_DIR
+        (state / "cache").mkdir(parents=True, exist_ok=True)
+        (state / "devices").mkdir(exist_ok=True)
+        config_path = state / "config.yaml"
+        if not config_path.exists():
+            atomic_write(config_path, CONFIG_TEMPLATE.encode("utf-8"))
+        gitignore = state / ".gitignore"
+        if not gitignore.exists():
+            atomic_write(gitignore, b"# the index is rebuilt from the notes; never commit it\ncache/\n")
+        vault = cls(root)
+        for folder in vault.folders.values():
+            folder.mkdir(parents=True, exist_ok=True)
+        vault._copy_templates()
+        return vault
+
+    def _copy_templates(self) -> None:
+        source = find_templates()
+        if source is None:
+            return
+        for template in sorted(source.glob("*.md")):
+            target = self.folders["templates"] / template.name
+            if not target.exists():
+                shutil.copyfile(template, target)
+
+    # -- index ---------------------------------------------------------------------------------
+    @property
+    def index(self) -> Index:
+        """The index sidecar (opened on first use)."""
+        with self._index_lock:
+            if self._index is None:
+                roots = [ScanRoot(self.folders[role], KIND_BY_FOLDER[role], role)
+                         for role in ("memories", "entities", "episodes", "inbox", "archive")]
+                idx = self.config["index"]
+                self._index = Index(self.state / "cache", self.root, roots, self.state / "devices",
+                                    self.config["defaults"], idx["compact_min"], idx["compact_ratio"])
+            return self._index
+
+    def refresh(self, progress: Callable[[int, int], None] | None = None, force: bool = False) -> RefreshStats:
+        """Re-read notes changed on disk since the last refresh (all of them with force)."""
+        return self.index.refresh(progress, force)
+
+    def close(self) -> None:
+        """Release this thread's index connection."""
+        if self._index is not None:
+            self._index.close()
+
+    # -- paths and notes -----------------------------------------------------------------------
+    def relpath(self, path: Path) -> str:
+        """A vault path as the index stores it (POSIX, relative to the vault root)."""
+        return path.relative_to(self.root).as_posix()
+
+    def safe_path(self, ref: str) -> Path:
+        """A path given by a user, checked to stay inside the vault."""
+        candidate = Path(ref)
+        if not candidate.is_absolute():
+            candidate = self.root / candidate
+        if ".." in Path(ref).parts or not inside(self.root, candidate):
+            raise UnsafePath(f"{ref!r} is outside the vault {self.root}")
+        return candidate
+
+    def folder_of(self, path: Path) -> str | None:
+        """The role (memories, inbox, …) of the folder holding a path, or None."""
+        for role, folder in self.folders.items():
+            if path == folder or folder in path.parents:
+                return role
+        return None
+
+    def record_for(self, path: Path) -> Record:
+        """Parse a note file of this vault into an index record."""
+        data = path.read_bytes()
+        st = path.stat()
+        role = self.folder_of(path) or "memories"
+        return build_record(data, self.relpath(path), KIND_BY_FOLDER.get(role, "memory"), role,
+                            (st.st_mtime_ns, st.st_size), self.config["defaults"])
+
+    def resolve(self, ref: str) -> dict[str, Any]:
+        """The index row of a note named by id, vault path or title (refreshing once if unknown).
+
+        Raises NoteNotFound, AmbiguousNote, UnsafePath.
+        """
+        for attempt in range(2):
+            rows = self._lookup(ref)
+            rows = [r for r in rows if (self.root / r["path"]).exists()]
+            if len(rows) == 1:
+                return rows[0]
+            if len(rows) > 1:
+                raise AmbiguousNote(ref, [r["path"] for r in rows])
+            if attempt == 0:
+                self.refresh()  # renamed or created by hand since the last refresh
+        raise NoteNotFound(ref)
+
+    def _lookup(self, ref: str) -> list[dict[str, Any]]:
+        if ref.endswith(".md") or "/" in ref or os.sep in ref:
+            rel = self.relpath(self.safe_path(ref).resolve()) if inside(self.root, self.safe_path(ref)) else ref
+            return self.index.select_notes("path = ?", (rel,))
+        rows = self.index.select_notes("id = ?", (ref,))
+        return rows or self.index.select_notes("title = ?", (ref,))
+
+    def write_text(self, path: Path, content: str, *, expected_sha: str | None, durable: bool = True) -> None:
+        """Replace a note's text, refusing if it changed on disk since it was read (expected_sha).
+
+        expected_sha None means the note must not exist yet. Raises WriteConflict.
+        """
+        self._checked(path)
+        data = content.encode("utf-8")
+        if expected_sha is None:
+            try:
+                atomic_write(path, data, durable=durable, exclusive=True)
+            except FileExistsError:
+                raise WriteConflict(path) from None
+            return
+        try:
+            current = content_hash(path.read_bytes())
+        except FileNotFoundError:
+            raise WriteConflict(path) from None
+        if current != expected_sha:
+            raise WriteConflict(path)
+        atomic_write(path, data, durable=durable)
+
+    def audit(self, events: Iterable[dict]) -> None:
+        """Append events to this device's audit log."""
+        append_events(self.device_dir, "audit", events)
+
+    def record_access(self, ids: Iterable[str], now: float | None = None) -> None:
+        """Append access events (reinforcement) for these notes; never touches the notes."""
+        stamp = time.time() if now is None else now
+        append_events(self.device_dir, "events", ({"event": "access", "id": i, "ts": stamp} for i in ids), stamp)
+
+    # -- the public operations (each in its own module; the Vault is their one entry point) ----
+    def remember(self, text: str, **fields: Any):
+        """Store one memory. Fields: tags, source, lifecycle, score, timestamp, type, value,
+        namespace, episode, title. Returns a WriteResult (action 'created' or 'unchanged')."""
+        from .write import remember
+
+        return remember(self, text, **fields)
+
+    def remember_many(self, items: Iterable[dict[str, Any]], progress: Callable[[int], None] | None = None):
+        """Store many memories (dicts with `text` and optional fields), crash-safe and idempotent."""
+        from .write import remember_many
+
+        return remember_many(self, items, progress)
+
+    def recall(self, query: str = "", **options: Any):
+        """Recall memories for free text and/or tags. Options are the fields of recall.Query
+        (tags, limit, type, source, namespace, lifecycle, status, since, until, kinds, now)."""
+        from .recall import Query, recall
+
+        return recall(self, Query(text=query, **options))
+
+    def get(self, ref: str):
+        """The memory named by id, vault path or title (a catalog.Memory)."""
+        from .catalog import memory_from_row
+
+        return memory_from_row(self.resolve(ref))
+
+    def list(self, since: str | None = None, tags: list[str] | None = None, limit: int | None = None):
+        """Memories newest first, filtered by a start date and tags."""
+        from .catalog import list_memories
+
+        return list_memories(self, since, tags, limit=limit)
+
+    def stats(self) -> dict[str, Any]:
+        """Counts and the index's state."""
+        from .catalog import stats
+
+        return stats(self)
+
+    def doctor(self):
+        """Unparsable notes, duplicate ids, broken links, index drift (a catalog.DoctorReport)."""
+        from .catalog import doctor
+
+        return doctor(self)
