@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from vaultmem import UnsafePath, Vault, VaultNotFound, WriteConflict
-from vaultmem.config import DEFAULTS
+from vaultmem.config import defaults
 from vaultmem.vault import MAX_NAME_BYTES, atomic_write, new_ulid, safe_filename
 
 from .conftest import write_note
@@ -18,7 +18,7 @@ def test_init_lays_out_the_vault(tmp_path):
     for name in ("memories", "entities", "episodes", "inbox", "archive", "templates"):
         assert (v.root / name).is_dir()
     config = yaml.safe_load((v.root / ".vaultmem/config.yaml").read_text(encoding="utf-8"))
-    assert config == DEFAULTS  # every tunable is written with its default
+    assert config == defaults()  # every tunable is written with its default
     assert "cache/" in (v.root / ".vaultmem/.gitignore").read_text()
     assert {p.name for p in (v.root / "templates").iterdir()} >= {"memory.md", "entity.md", "episode.md"}
 

@@ -8,8 +8,6 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from . import text
 from .records import link_key, to_epoch
 
@@ -127,6 +125,8 @@ def doctor(vault: Vault) -> DoctorReport:
     report.duplicate_ids = {i: paths for i, paths in by_id.items() if len(paths) > 1}
     report.missing_ids = [r["path"] for r in rows if r["id"].startswith("path-") and not r["error"]]
     report.broken_links = _broken_links(vault, rows)
+    import yaml
+
     if not getattr(yaml, "__with_libyaml__", False):
         report.warnings.append("PyYAML has no libyaml: indexing is about 8x slower (install PyYAML with libyaml)")
     return report

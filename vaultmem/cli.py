@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import typer
 from typer.core import TyperGroup
 
-from .errors import VaultmemError, VaultNotFound
+from .console import open_vault, print_json, recall_command
+from .errors import VaultmemError
 
 EXIT_ERROR = 1
 EXIT_PROBLEMS = 3  # doctor found problems
@@ -42,18 +41,6 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (stable fields
 TagOpt = Annotated[Optional[list[str]], typer.Option("--tag", "-t", help="A tag (repeatable).")]
 
 
-def _open(vault: Path | None):
-    from .vault import Vault
-
-    if vault is None:
-        raise VaultNotFound("no vault given: use --vault PATH or set VAULTMEM_VAULT (or OBSIDIAN_VAULT_PATH)")
-    return Vault(vault)
-
-
-def _print_json(data: Any) -> None:
-    typer.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
-
-
 def _progress(label: str):
     """A rich progress bar on a terminal (stderr), silent otherwise; returns (update(done, total), close)."""
     if not sys.stderr.isatty():
@@ -74,7 +61,7 @@ def init(path: Annotated[Path, typer.Argument(help="Folder to make a vault (crea
 
     vault = Vault.init(path)
     if json_out:
-        _print_json({"vault": str(vault.root), "folders": {k: str(v) for k, v in vault.folders.items()}})
+        print_json({"vault": str(vault.root), "folders": {k: str(v) for k, v in vault.folders.items()}})
     else:
         typer.echo(f"Vault ready at {vault.root}")
 
@@ -96,7 +83,7 @@ def remember(
     json_out: JsonOpt = False,
 ) -> None:
     """Store a memory as a note (the same content twice stays one note)."""
-    v = _open(vault)
+    v = open_vault(vault)
     if batch is not None:
         _remember_batch(v, batch, json_out)
         return
@@ -107,7 +94,7 @@ def remember(
     result = v.remember(text, tags=tag, source=source, lifecycle=lifecycle, score=score, timestamp=timestamp,
                         type=type_, value=value, namespace=namespace, episode=episode)
     if json_out:
-        _print_json(result.to_dict())
+        print_json(result.to_dict())
     else:
         typer.echo(f"{result.action}: {result.path} ({result.id})")
 
@@ -132,21 +119,9 @@ def _remember_batch(vault, batch: str, json_out: bool) -> None:
     for r in results:
         counts[r.action] = counts.get(r.action, 0) + 1
     if json_out:
-        _print_json({"total": len(results), **counts, "results": [r.to_dict() for r in results]})
+        print_json({"total": len(results), **counts, "results": [r.to_dict() for r in results]})
     else:
         typer.echo(f"{len(results)} memories: {counts['created']} created, {counts['unchanged']} unchanged")
-
-
-def _epoch(value: str | None, end_of_day: bool = False) -> float | None:
-    if value is None:
-        return None
-    try:
-        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise VaultmemError(f"invalid date {value!r}: use YYYY-MM-DD or ISO 8601") from None
-    if end_of_day and len(value) == 10:
-        parsed += dt.timedelta(days=1, microseconds=-1)
-    return (parsed.astimezone() if parsed.tzinfo is None else parsed).timestamp()
 
 
 @app.command()
@@ -170,41 +145,17 @@ def recall(
     json_out: JsonOpt = False,
 ) -> None:
     """Recall the memories that best match a query and/or tags, best first."""
-    v = _open(vault)
-    if refresh and v.config["index"]["auto_refresh"]:
-        v.refresh()
-    include = [s for s, on in (("superseded", include_superseded), ("candidate", include_candidates),
-                               ("archived", include_archived)) if on]
-    hits = v.recall(query or "", tags=tag or [], limit=limit, type=type_, source=source, namespace=namespace,
-                    lifecycle=lifecycle, status=status, include=include, since=_epoch(since),
-                    until=_epoch(until, True))
-    if json_out:
-        _print_json([h.to_dict() for h in hits])
-        return
-    if not hits:
-        typer.echo("No memories match.")
-        return
-    for rank, hit in enumerate(hits, 1):
-        _print_hit(rank, hit, explain)
-
-
-def _print_hit(rank: int, hit, explain: bool) -> None:
-    tags = " ".join("#" + t for t in hit.tags)
-    typer.echo(f"{rank}. {hit.title}  [{hit.timestamp[:10]} · {hit.source or '-'}]  {tags}")
-    typer.echo("   " + " ".join(hit.content.split())[:200])
-    if explain:
-        parts = "  ".join(f"{k}={v:.3f}" for k, v in hit.channels.items())
-        typer.echo(f"   {parts}  score={hit.score:g} decay={hit.decay:.3f} effective={hit.effective:.3f} "
-                   f"final={hit.final:.3f}  ({hit.path})")
+    recall_command(query, tag, limit, type_, source, namespace, lifecycle, status, since, until, include_superseded,
+                   include_candidates, include_archived, explain, refresh, vault, json_out)
 
 
 @app.command()
 def show(ref: Annotated[str, typer.Argument(help="An id, a vault path or a note title.")],
          vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
     """Show one note by id, path or title."""
-    memory = _open(vault).get(ref)
+    memory = open_vault(vault).get(ref)
     if json_out:
-        _print_json(memory.to_dict())
+        print_json(memory.to_dict())
         return
     typer.echo(f"{memory.title}\n{memory.path}  id={memory.id}  status={memory.status}")
     for key, value in memory.meta.items():
@@ -220,21 +171,21 @@ def list_(since: Annotated[Optional[str], typer.Option(help="Written on or after
           limit: Annotated[Optional[int], typer.Option("--limit", "-k", min=1, help="At most this many.")] = None,
           vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
     """List memories newest first (or every tag with --all-tags)."""
-    v = _open(vault)
+    v = open_vault(vault)
     v.refresh()
     if all_tags:
         from .catalog import tag_counts
 
         counts = tag_counts(v)
         if json_out:
-            _print_json(counts)
+            print_json(counts)
         else:
             for name, count in counts.items():
                 typer.echo(f"{count:6d}  #{name}")
         return
     memories = v.list(since=since, tags=tag, limit=limit)
     if json_out:
-        _print_json([m.to_dict() for m in memories])
+        print_json([m.to_dict() for m in memories])
         return
     for m in memories:
         typer.echo(f"{m.timestamp[:16]:16}  {m.status:10}  {m.title}")
@@ -244,7 +195,7 @@ def list_(since: Annotated[Optional[str], typer.Option(help="Written on or after
 def reindex(full: Annotated[bool, typer.Option(help="Re-parse every note, not only changed ones.")] = True,
             vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
     """Rebuild the index sidecar from the notes (nothing in the notes changes)."""
-    v = _open(vault)
+    v = open_vault(vault)
     update, close = _progress("indexing")
     try:
         stats = v.refresh(progress=update, force=full)
@@ -252,7 +203,7 @@ def reindex(full: Annotated[bool, typer.Option(help="Re-parse every note, not on
     finally:
         close()
     if json_out:
-        _print_json(stats.__dict__)
+        print_json(stats.__dict__)
     else:
         typer.echo(f"Indexed {stats.scanned} notes ({stats.parsed} parsed, {stats.removed} removed).")
 
@@ -260,11 +211,11 @@ def reindex(full: Annotated[bool, typer.Option(help="Re-parse every note, not on
 @app.command()
 def stats(vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
     """Counts by kind, status, namespace and lifecycle, and the index's state."""
-    v = _open(vault)
+    v = open_vault(vault)
     v.refresh()
     data = v.stats()
     if json_out:
-        _print_json(data)
+        print_json(data)
         return
     for key, value in data.items():
         typer.echo(f"{key}: {value}")
@@ -273,9 +224,9 @@ def stats(vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
 @app.command()
 def doctor(vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
     """Find unparsable notes, duplicate ids, broken links and index drift (exit 3 if any)."""
-    report = _open(vault).doctor()
+    report = open_vault(vault).doctor()
     if json_out:
-        _print_json(report.to_dict())
+        print_json(report.to_dict())
     else:
         _print_report(report)
     if not report.ok:

@@ -202,7 +202,7 @@ _FAST_LINE = re.compile(
     | ([ ]*-)(?:[ ]+("[^"\\\n]*"|'[^'\n]*'|{_PLAIN_RE}))?(?:[ ]+\#.*)?[ ]*\r?\n )""",
     re.VERBOSE,
 )
-_FAST_ITEM = re.compile(r' *(?:"([^"\\]*)"|([^\s"\'\[\]{},#][^\[\]{},#]*?)) *([,\]])')
+_FAST_ITEM = re.compile(r' *(?:"([^"\\]*)"|([^\s"\'\[\]{},#?][^\[\]{},#?]*?)) *([,\]])')
 _FAST_EMPTY_LIST = re.compile(r"\[ *\]")
 _FAST_CACHE: dict[str, Any] = {}  # plain scalar -> value; all such values are immutable
 _MAYBE_NOT_STR = frozenset(c for c in Resolver.yaml_implicit_resolvers if c)  # first characters
@@ -411,7 +411,7 @@ _ESCAPE = re.compile(f'[\\\\"{_UNPRINTABLE}]')
 _ESCAPE_IN_SINGLE = re.compile(f"[{_UNPRINTABLE}]")
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _NOT_PLAIN = re.compile(f"[{_UNPRINTABLE}]|:\\s|:$|\\s#")
-_NOT_PLAIN_IN_FLOW = re.compile(r"[,\[\]{}]")
+_NOT_PLAIN_IN_FLOW = re.compile(r"[,\[\]{}?]")  # pure-Python PyYAML also ends a flow scalar at '?'
 
 
 @dataclass(frozen=True)
@@ -703,10 +703,10 @@ def _style_of(lines: list[str], colon: int) -> _Style:
     decimals = _FIXED_POINT.fullmatch(core)
     items = (_BLOCK_ITEM.match(line.rstrip("\r\n")) for line in lines[1:])
     block = next((m[1] for m in items if m), None) if not core else None
-    quote = core[0] if core[:1] in ('"', "'") else None
+    quote, digits = (core[0] if core[:1] in ('"', "'") else None), (decimals and len(decimals[1]))
     if comment is None:
-        return _Style(quote, decimals and len(decimals[1]), block)
-    return _Style(quote, decimals and len(decimals[1]), block, comment[2], len(first) - len(comment[2]), len(comment[1]))
+        return _Style(quote, digits, block)
+    return _Style(quote, digits, block, comment[2], len(first) - len(comment[2]), len(comment[1]))
 
 
 def _value_end(value: str) -> int | None:

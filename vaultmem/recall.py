@@ -80,8 +80,7 @@ def recall(vault: Vault, query: Query) -> list[Hit]:
         ranked = _rank(snap, query, vault.config, now)
         if ranked is None:
             return []
-        docs, channels, eff, dec = ranked
-        hits = _hits(vault, snap, query, docs, channels, eff, dec, limit, cfg)
+        hits = _hits(vault, snap, query, *ranked, limit, cfg)
         if hits is not None:
             break
     else:
@@ -111,21 +110,23 @@ def _mask(snap: Snapshot, q: Query) -> np.ndarray:
     return mask
 
 
-def _lexical(snap: Snapshot, terms: list[str], cfg: dict) -> np.ndarray:
-    """BM25 over the query's terms; very common terms are skipped when rarer ones exist."""
+def _lexical(snap: Snapshot, terms: list[str], cfg: dict) -> tuple[np.ndarray, bool]:
+    """BM25 over the query's terms (very common ones skipped when rarer ones exist), and whether
+    some query term is unknown to the index (a typo, perhaps: then fuzzy rescoring runs)."""
     scores = np.zeros(snap.size, dtype=np.float32)
     n = max(snap.n_live, 1)
     lists = [(t, *snap.postings(t)) for t in terms]
+    unknown = any(not len(item[1]) for item in lists)
     lists = [item for item in lists if len(item[1])]
     if not lists:
-        return scores
+        return scores, unknown
     common = cfg["common_term_ratio"] * n
     rare = [item for item in lists if len(item[1]) <= common]
     avg_len = snap.avg_len
     for _, docs, tf in (rare or lists):
         weight = scoring.bm25(tf, snap.doclen[docs], avg_len, scoring.idf(len(docs), n), cfg["bm25_k1"], cfg["bm25_b"])
         scores[docs] += weight
-    return scores
+    return scores, unknown
 
 
 def _tag_channel(snap: Snapshot, q: Query, terms: list[str]) -> tuple[np.ndarray, np.ndarray | None]:
@@ -174,7 +175,7 @@ def _rank(snap: Snapshot, q: Query, config: dict, now: float):
     mask = _mask(snap, q)
     query_norm = text.normalize(q.text).strip()
     terms = text.query_terms(q.text) if query_norm else []
-    lexical = _lexical(snap, terms, cfg) if terms else np.zeros(snap.size, dtype=np.float32)
+    lexical, unknown = _lexical(snap, terms, cfg) if terms else (np.zeros(snap.size, dtype=np.float32), False)
     tags, required = _tag_channel(snap, q, terms)
     graph = _graph_channel(snap, query_norm)
     if required is not None:
@@ -195,7 +196,7 @@ def _rank(snap: Snapshot, q: Query, config: dict, now: float):
         "graph": graph[docs],
         "strength": np.clip(eff / scoring.MAX_SCORE, 0.0, 1.0),
     }
-    return docs, channels, eff, dec
+    return docs, channels, eff, dec, unknown
 
 
 def _weights(cfg: dict, query_text: str) -> dict[str, float]:
@@ -205,19 +206,20 @@ def _weights(cfg: dict, query_text: str) -> dict[str, float]:
     return weights
 
 
-def _hits(vault: Vault, snap: Snapshot, q: Query, docs, channels, eff, dec, limit: int, cfg: dict):
-    """Fuse, take the best, rescore the short list with rapidfuzz, fetch rows; None if the index moved."""
+def _hits(vault: Vault, snap: Snapshot, q: Query, docs, channels, eff, dec, unknown: bool, limit: int, cfg: dict):
+    """Fuse, take the best, rescore the short list with rapidfuzz when a query word is unknown
+    (typo tolerance), fetch rows; None if the index moved to another generation meanwhile."""
     weights = _weights(cfg, q.text)
     if cfg["fusion"] == "rrf":
         final = scoring.fuse_rrf(channels, weights, cfg["rrf_k"])
     else:
         final = scoring.fuse_weighted(channels, weights)
-    short = max(limit, int(cfg["fuzzy_rescore"]) if q.text.strip() else 0)
-    top = _top(final, short)
+    fuzzy_n = int(cfg["fuzzy_rescore"]) if unknown else 0
+    top = _top(final, max(limit, fuzzy_n))
     rows = vault.index.rows(docs[top], snap.generation)
     if rows is None:
         return None
-    fuzzy = _fuzzy(q.text, [rows.get(int(docs[i])) for i in top], cfg) if q.text.strip() else None
+    fuzzy = _fuzzy(q.text, [rows.get(int(docs[i])) for i in top]) if fuzzy_n else None
     scored = []
     for j, i in enumerate(top):
         row = rows.get(int(docs[i]))
@@ -242,7 +244,7 @@ def _top(values: np.ndarray, k: int) -> np.ndarray:
     return part[np.lexsort((part, -values[part]))]
 
 
-def _fuzzy(query: str, rows: list[dict | None], cfg: dict) -> np.ndarray:
+def _fuzzy(query: str, rows: list[dict | None]) -> np.ndarray:
     """rapidfuzz partial-ratio of the query against each short-listed note (typo tolerance)."""
     from rapidfuzz import fuzz
 

@@ -1,0 +1,130 @@
+"""Command bodies shared by the typer CLI and the fast `recall` path (no typer import here).
+
+`vaultmem recall` is what agents and shells call most; importing typer costs more than the
+recall itself, so `__main__` parses a plain recall with argparse and runs the same body.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from .errors import VaultmemError, VaultNotFound
+
+VAULT_ENV = ("VAULTMEM_VAULT", "OBSIDIAN_VAULT_PATH")
+HIDDEN_FLAGS = {"include_superseded": "superseded", "include_candidates": "candidate",
+                "include_archived": "archived"}
+
+
+def open_vault(path: Path | str | None):
+    """The vault named by --vault (the environment is consulted by the caller's option parser)."""
+    from .vault import Vault
+
+    if path is None:
+        raise VaultNotFound("no vault given: use --vault PATH or set VAULTMEM_VAULT (or OBSIDIAN_VAULT_PATH)")
+    return Vault(path)
+
+
+def print_json(data: Any) -> None:
+    """Indented UTF-8 JSON on stdout."""
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def epoch(value: str | None, end_of_day: bool = False) -> float | None:
+    """POSIX seconds of a YYYY-MM-DD or ISO 8601 option (a bare date ends at midnight with end_of_day)."""
+    if value is None:
+        return None
+    try:
+        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise VaultmemError(f"invalid date {value!r}: use YYYY-MM-DD or ISO 8601") from None
+    if end_of_day and len(value) == 10:
+        parsed += dt.timedelta(days=1, microseconds=-1)
+    return (parsed.astimezone() if parsed.tzinfo is None else parsed).timestamp()
+
+
+def recall_command(query: str | None, tag: list[str] | None, limit: int | None, type_: str | None,
+                   source: str | None, namespace: str | None, lifecycle: str | None, status: list[str] | None,
+                   since: str | None, until: str | None, include_superseded: bool, include_candidates: bool,
+                   include_archived: bool, explain: bool, refresh: bool, vault: Path | str | None,
+                   json_out: bool) -> None:
+    """`vaultmem recall`: refresh, recall, print."""
+    v = open_vault(vault)
+    if refresh and v.config["index"]["auto_refresh"]:
+        v.refresh()
+    flags = {"include_superseded": include_superseded, "include_candidates": include_candidates,
+             "include_archived": include_archived}
+    include = [status_name for flag, status_name in HIDDEN_FLAGS.items() if flags[flag]]
+    hits = v.recall(query or "", tags=tag or [], limit=limit, type=type_, source=source, namespace=namespace,
+                    lifecycle=lifecycle, status=status, include=include, since=epoch(since),
+                    until=epoch(until, True))
+    if json_out:
+        print_json([h.to_dict() for h in hits])
+    elif not hits:
+        print("No memories match.")
+    for rank, hit in enumerate([] if json_out else hits, 1):
+        _print_hit(rank, hit, explain)
+
+
+def _print_hit(rank: int, hit, explain: bool) -> None:
+    tags = " ".join("#" + t for t in hit.tags)
+    print(f"{rank}. {hit.title}  [{hit.timestamp[:10]} · {hit.source or '-'}]  {tags}")
+    print("   " + " ".join(hit.content.split())[:200])
+    if explain:
+        parts = "  ".join(f"{k}={v:.3f}" for k, v in hit.channels.items())
+        print(f"   {parts}  score={hit.score:g} decay={hit.decay:.3f} effective={hit.effective:.3f} "
+              f"final={hit.final:.3f}  ({hit.path})")
+
+
+def _recall_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="vaultmem recall", add_help=False, exit_on_error=False)
+    p.add_argument("query", nargs="?")
+    p.add_argument("--tag", "-t", action="append")
+    p.add_argument("--limit", "-k", type=int)
+    for name in ("--type", "--source", "--namespace", "--lifecycle", "--since", "--until"):
+        p.add_argument(name)
+    p.add_argument("--status", action="append")
+    for flag in ("include-superseded", "include-candidates", "include-archived", "explain", "refresh"):
+        p.add_argument(f"--{flag}", action=argparse.BooleanOptionalAction, default=flag == "refresh")
+    p.add_argument("--vault", "-V")
+    p.add_argument("--json", dest="json_out", action="store_true")
+    return p
+
+
+class _Unparsed(Exception):
+    pass
+
+
+def _parse_recall(argv: list[str]) -> dict[str, Any]:
+    parser = _recall_parser()
+    parser.error = lambda message: (_ for _ in ()).throw(_Unparsed(message))  # type: ignore[method-assign]
+    try:
+        ns = parser.parse_args(argv)
+    except (argparse.ArgumentError, _Unparsed):
+        raise _Unparsed from None
+    if ns.limit is not None and ns.limit < 1:
+        raise _Unparsed
+    opts = vars(ns)
+    opts["type_"] = opts.pop("type")
+    if opts["vault"] is None:
+        opts["vault"] = next((os.environ[e] for e in VAULT_ENV if os.environ.get(e)), None)
+    return opts
+
+
+def fast_recall(argv: list[str]) -> int | None:
+    """Run `recall ARGS` without typer; None when the arguments need the full CLI (help, errors)."""
+    try:
+        opts = _parse_recall(argv)
+    except _Unparsed:
+        return None
+    try:
+        recall_command(**opts)
+    except VaultmemError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+    return 0
