@@ -114,3 +114,53 @@ def test_doctor_exit_code_reports_problems(tmp_path):
     result = run("doctor", "--vault", str(root), "--json")
     assert result.exit_code == 3
     assert json.loads(result.output)["unparsable"][0]["path"] == "memories/bad.md"
+
+
+def _subprocess(*args, env_extra=None):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, **(env_extra or {})}
+    return subprocess.run([sys.executable, "-m", "vaultmem", *args], capture_output=True, text=True, env=env,
+                          timeout=120)
+
+
+def test_the_fast_recall_path_matches_the_full_cli_and_skips_typer(tmp_path):
+    root = str(tmp_path / "v")
+    run("init", root)
+    run("remember", "The CPU alert fires above 90% for 5 minutes", "--tag", "ops", "--vault", root)
+    run("remember", "CPU quota for the batch cluster is 64 cores", "--vault", root)
+    args = ["recall", "CPU alert", "--tag", "ops", "--limit", "5", "--no-refresh", "--vault", root, "--json"]
+    full = json.loads(run(*args).output)
+    fast = _subprocess(*args)
+    assert fast.returncode == 0, fast.stderr
+    fast_hits = json.loads(fast.stdout)
+    assert [(h["id"], h["channels"]["lexical"]) for h in fast_hits] == [(h["id"], h["channels"]["lexical"])
+                                                                        for h in full]
+    probe = _subprocess("recall", "CPU", "--vault", root, "--json", env_extra={"PYTHONVERBOSE": "1"})
+    assert "import 'typer'" not in probe.stderr
+    assert "import 'rapidfuzz'" not in probe.stderr
+
+
+def test_the_fast_path_hands_bad_arguments_to_the_full_cli(tmp_path):
+    result = _subprocess("recall", "x", "--limit", "zero", "--vault", str(tmp_path))
+    assert result.returncode == 2
+    assert "Invalid value" in result.stderr or "invalid" in result.stderr.lower()
+    missing = _subprocess("recall", "x", "--vault", str(tmp_path / "nope"))
+    assert missing.returncode == 1 and missing.stderr.startswith("Error:") and "Traceback" not in missing.stderr
+
+
+def test_an_unexpected_failure_is_still_one_line(tmp_path, monkeypatch):
+    from vaultmem import Vault
+
+    root = str(tmp_path / "v")
+    run("init", root)
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(Vault, "recall", broken)
+    result = run("recall", "x", "--vault", root)
+    assert result.exit_code == 1
+    assert result.output.strip() == "Error: unexpected RuntimeError: disk on fire (VAULTMEM_DEBUG=1 shows the traceback)"

@@ -149,3 +149,20 @@ def test_threads_share_one_vault(vault):
         results = list(pool.map(lambda i: vault.recall(f"thread topic {i}")[0].content, range(20)))
     assert results == [f"thread topic {i}" for i in range(20)]
 
+
+
+def test_a_sidecar_from_an_older_schema_is_rebuilt(vault):
+    import sqlite3
+
+    write_note(vault, "memories/x.md", "---\nid: X\n---\nquokka sighting\n")
+    vault.refresh()
+    vault.close()
+    db = sqlite3.connect(vault.root / ".vaultmem/cache/index.sqlite")
+    db.execute("DROP TABLE notes")
+    db.execute("CREATE TABLE notes(doc INTEGER PRIMARY KEY, path TEXT, meta_json TEXT)")  # an old layout
+    db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    fresh = Vault(vault.root)
+    fresh.refresh()
+    assert fresh.recall("quokka")[0].id == "X"

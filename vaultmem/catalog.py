@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -43,14 +42,24 @@ class Memory:
         return asdict(self)
 
 
-def memory_from_row(row: dict[str, Any]) -> Memory:
-    """Build a Memory from an index row."""
-    meta = json.loads(row["meta_json"] or "{}")
+def memory_from_row(row: dict[str, Any], meta: dict[str, Any] | None = None) -> Memory:
+    """Build a Memory from an index row (meta: the parsed frontmatter, when the file was read)."""
     return Memory(id=row["id"], path=row["path"], title=row["title"], kind=row["kind"], content=row["body"],
-                  tags=row["tags"], source=row["source"], lifecycle=row["lifecycle"],
-                  timestamp=str(meta.get("timestamp") or meta.get("date") or ""), score=row["score"],
-                  type=row["type"], value=row["value"], status=row["status"], namespace=row["namespace"],
-                  links=row["links"], aliases=row["aliases"], meta=meta, error=row["error"] or "")
+                  tags=row["tags"], source=row["source"], lifecycle=row["lifecycle"], timestamp=row["stamp"],
+                  score=row["score"], type=row["type"], value=row["value"], status=row["status"],
+                  namespace=row["namespace"], links=row["links"], aliases=row["aliases"], meta=meta or {},
+                  error=row["error"] or "")
+
+
+def read_meta(vault: Vault, row: dict[str, Any]) -> dict[str, Any]:
+    """The whole frontmatter of an indexed note, read from its file ({} when it cannot be parsed)."""
+    from .errors import NoteFormatError
+    from .note import parse_note
+
+    try:
+        return parse_note((vault.root / row["path"]).read_bytes(), row["path"]).meta
+    except (OSError, NoteFormatError):
+        return {}
 
 
 def list_memories(vault: Vault, since: str | None = None, tags: list[str] | None = None,

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
-from .console import open_vault, print_json, recall_command
+from .console import error_message, open_vault, print_json, recall_command
 from .errors import VaultmemError
 
 EXIT_ERROR = 1
@@ -17,16 +17,18 @@ EXIT_PROBLEMS = 3  # doctor found problems
 
 
 class _Group(TyperGroup):
-    """Turns every VaultmemError into one line on stderr and exit code 1, never a traceback."""
+    """Turns every error into one line on stderr and exit code 1, never a traceback."""
 
     def invoke(self, ctx):  # noqa: D102
         try:
             return super().invoke(ctx)
-        except VaultmemError as exc:
-            typer.echo(f"Error: {exc}", err=True)
-            raise typer.Exit(EXIT_ERROR) from None
-        except OSError as exc:
-            typer.echo(f"Error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), err=True)
+        except Exception as exc:
+            if hasattr(exc, "exit_code"):  # typer/click's own exits, usage errors and aborts
+                raise
+            message = error_message(exc)
+            if message is None:
+                raise
+            typer.echo(message, err=True)
             raise typer.Exit(EXIT_ERROR) from None
 
 

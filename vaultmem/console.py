@@ -122,9 +122,32 @@ def fast_recall(argv: list[str]) -> int | None:
         opts = _parse_recall(argv)
     except _Unparsed:
         return None
+    return guarded(recall_command, **opts)
+
+
+def error_message(exc: BaseException) -> str | None:
+    """The one-line message for an error a user can meet; None for Ctrl-C and exits.
+
+    Anything that is not a VaultmemError is a bug or an environment problem: it still gets one
+    line (with VAULTMEM_DEBUG=1 the traceback is shown instead).
+    """
+    if isinstance(exc, VaultmemError):
+        return f"Error: {exc}"
+    if isinstance(exc, OSError):
+        return f"Error: {exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
+    if isinstance(exc, Exception) and not os.environ.get("VAULTMEM_DEBUG"):
+        return f"Error: unexpected {type(exc).__name__}: {exc} (VAULTMEM_DEBUG=1 shows the traceback)"
+    return None
+
+
+def guarded(fn, *args: Any, **kwargs: Any) -> int:
+    """Run a command body; a known error becomes one line on stderr and exit code 1."""
     try:
-        recall_command(**opts)
-    except VaultmemError as exc:
-        print(f"Error: {exc}", file=sys.stderr)
+        fn(*args, **kwargs)
+    except Exception as exc:
+        message = error_message(exc)
+        if message is None:
+            raise
+        print(message, file=sys.stderr)
         return 1
     return 0

@@ -14,7 +14,6 @@ confirms by content hash.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import shutil
 import sqlite3
@@ -30,15 +29,16 @@ import numpy as np
 
 from . import text
 from .events import log_files, read_new_lines
-from .records import Record, build_record, content_hash, index_terms
+from .records import Record, build_records, index_terms
 from .snapshot import COLUMNS, Snapshot, load_snapshot, write_generation
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+CHUNK = 512  # files per parse job
 RACY_NS = 2_000_000_000  # coarse file-system clocks: an mtime this close to a check proves nothing
 
 NOTE_FIELDS = ("id", "path", "kind", "title", "mtime_ns", "size", "sha", "fp", "type", "value", "score", "ts",
                "lifecycle", "source", "trust", "status", "namespace", "episode", "tags", "aliases", "links",
-               "body", "meta_json", "error")
+               "body", "stamp", "error")
 _LIST_FIELDS = ("tags", "aliases", "links")
 
 _SCHEMA = f"""
@@ -125,30 +125,36 @@ class Index:
             self._local.conn = None
 
     def _ensure_schema(self) -> None:
+        """Create the tables; drop them all first when the schema or tokenizer version changed."""
+        wanted = {"schema_version": str(SCHEMA_VERSION), "tokenizer_version": str(text.TOKENIZER_VERSION)}
         with self._write_lock():
             conn = self._conn()
             try:
-                conn.executescript(_SCHEMA)
+                current = self._versions(conn)
             except sqlite3.DatabaseError:
                 conn.close()
                 self._local.conn = None
                 for stale in self.cache_dir.glob("index.sqlite*"):
                     stale.unlink()
-                conn = self._conn()
-                conn.executescript(_SCHEMA)
-            wanted = {"schema_version": str(SCHEMA_VERSION), "tokenizer_version": str(text.TOKENIZER_VERSION)}
-            current = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?)", tuple(wanted)))
-            if current and current != wanted:
+                conn, current = self._conn(), {}
+            if current != wanted:
                 self._wipe(conn)
+            conn.executescript(_SCHEMA)
             with _transaction(conn):
                 for key, value in wanted.items():
                     conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
+    @staticmethod
+    def _versions(conn: sqlite3.Connection) -> dict[str, str]:
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
+            return {}
+        return dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('schema_version', 'tokenizer_version')"))
+
     def _wipe(self, conn: sqlite3.Connection) -> None:
-        """Forget everything (schema or tokenizer changed): the next refresh rebuilds from the notes."""
+        """Forget everything (new sidecar, or schema/tokenizer changed): a refresh rebuilds it from the notes."""
         with _transaction(conn):
-            for table in ("meta", "notes", "delta", "tomb", "access", "logpos"):
-                conn.execute(f"DELETE FROM {table}")
+            for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+                conn.execute(f'DROP TABLE "{table}"')
         for gen in self.cache_dir.glob("gen-*"):
             shutil.rmtree(gen, ignore_errors=True)
 
@@ -211,28 +217,30 @@ class Index:
             stats.updated = len(records) - stats.added
             stats.removed = len(gone)
             big = len(records) > self._threshold(conn)
-            self._apply(conn, records, gone, restamped, to_delta=not big, checked_ns=started)
+            self._apply(conn, records, gone, restamped, to_delta=not big, checked_ns=started, replacing=known)
             stats.compacted = self._maybe_compact(conn, progress, {r.path: r.terms for r in records} if big else None)
             self.fold_events()
             return stats
 
     def _read_changed(self, todo: list[str], files: dict, known: dict, force: bool,
                       progress: Progress | None) -> tuple[list[Record], list[tuple[int, int, str]]]:
-        """Records of the files whose bytes changed; the others only get their stat cache moved."""
-        records, restamped = [], []
-        for i, rel in enumerate(todo):
-            root, mtime, size = files[rel]
-            try:
-                data = (self.vault_root / rel).read_bytes()
-            except OSError:
-                continue  # vanished between scan and read: the next refresh drops it
-            old = known.get(rel)
-            if old is not None and not force and old[3] == content_hash(data):
-                restamped.append((mtime, size, rel))  # touched, not changed
-            else:
-                records.append(build_record(data, rel, root.kind, root.folder, (mtime, size), self.defaults))
-            if progress and (i % 256 == 0 or i == len(todo) - 1):
-                progress(i + 1, len(todo))
+        """Records of the files whose bytes changed; the others only get their stat cache moved.
+
+        Large refreshes (a first index, a reindex) parse in worker processes, one per core.
+        """
+        items = [(rel, files[rel][0].kind, files[rel][0].folder, files[rel][1], files[rel][2],
+                  "" if force or rel not in known else known[rel][3]) for rel in todo]
+        chunks = [items[i:i + CHUNK] for i in range(0, len(items), CHUNK)]
+        root = str(self.vault_root)
+        records: list[Record] = []
+        restamped: list[tuple[int, int, str]] = []
+        done = 0
+        for recs, stamps in _map_chunks(root, chunks, self.defaults):
+            records.extend(recs)
+            restamped.extend(stamps)
+            done += len(recs) + len(stamps)
+            if progress:
+                progress(done, len(items))
         return records, restamped
 
     def upsert(self, records: list[Record]) -> None:
@@ -244,27 +252,34 @@ class Index:
             self._maybe_compact(conn, None, {r.path: r.terms for r in records} if big else None)
 
     def _apply(self, conn: sqlite3.Connection, records: list[Record], gone: list[str],
-               restamped: list[tuple[int, int, str]], to_delta: bool = True, checked_ns: int = 0) -> None:
+               restamped: list[tuple[int, int, str]], to_delta: bool = True, checked_ns: int = 0,
+               replacing: set[str] | dict | None = None) -> None:
         """Write changed rows; with to_delta False their terms wait for the compaction that follows
         (flagged in the same transaction, so a crash before it still ends in a compaction).
 
         checked_ns is when the files were looked at: a file modified within RACY_NS of it may have
         changed again in the same mtime tick, so the next refresh re-hashes it (as git does).
+        replacing holds the paths already in the index (None: look each record up).
         """
+        if replacing is None:
+            replacing = {r.path for r in records}
         with _transaction(conn):
             self._set_meta(conn, checked_ns=checked_ns)
             if not (records or gone or restamped):
                 return
             next_doc = int(self._meta(conn, "next_doc", "0"))
-            for rel in gone + [rec.path for rec in records]:
+            for rel in gone:
                 self._drop(conn, rel)
-            conn.executemany("UPDATE notes SET mtime_ns = ?, size = ? WHERE path = ?", restamped)
             for rec in records:
-                conn.execute(_INSERT_NOTE, (next_doc, *_row(rec)))
-                if to_delta:
-                    conn.execute("INSERT INTO delta VALUES (?, ?)", (next_doc, _encode_terms(rec.terms)))
-                next_doc += 1
-            self._set_meta(conn, next_doc=next_doc, version=int(self._meta(conn, "version", "0")) + 1)
+                if rec.path in replacing:
+                    self._drop(conn, rec.path)
+            conn.executemany("UPDATE notes SET mtime_ns = ?, size = ? WHERE path = ?", restamped)
+            docs = range(next_doc, next_doc + len(records))
+            conn.executemany(_INSERT_NOTE, [(doc, *_row(rec)) for doc, rec in zip(docs, records)])
+            if to_delta:
+                conn.executemany("INSERT INTO delta VALUES (?, ?)",
+                                 [(doc, _encode_terms(rec.terms)) for doc, rec in zip(docs, records)])
+            self._set_meta(conn, next_doc=next_doc + len(records), version=int(self._meta(conn, "version", "0")) + 1)
             if not to_delta:
                 self._set_meta(conn, needs_compaction=1)
 
@@ -296,23 +311,26 @@ class Index:
     def _compact(self, conn: sqlite3.Connection, progress: Progress | None, fresh: dict[str, Any]) -> None:
         """Write a new generation of every live note, renumbering notes densely by path.
 
-        Terms come from `fresh` (just parsed), else the delta, else the stored row re-tokenised.
+        Terms come from `fresh` (just parsed), else the delta, else the stored text re-tokenised.
         """
-        rows = conn.execute(f"SELECT doc, {', '.join(NOTE_FIELDS)} FROM notes ORDER BY path").fetchall()
+        rows = conn.execute(f"SELECT doc, path, {', '.join(COLUMNS)} FROM notes ORDER BY path").fetchall()
         delta_terms = dict(conn.execute("SELECT doc, terms FROM delta"))
-        recs: list[Record] = []
-        for i, row in enumerate(rows):
-            rec = _record_from_row(row[1:])
-            terms = fresh.get(rec.path)
-            if terms is None:
-                cached = delta_terms.get(row[0])
-                terms = _decode_terms(cached) if cached is not None else index_terms(rec)
-            rec.terms = terms
-            recs.append(rec)
-            if progress and i % 1024 == 0:
+        missing = [row[0] for row in rows if row[1] not in fresh and row[0] not in delta_terms]
+        stored = self._stored_records(conn, missing)
+
+        def terms_of(i: int, row: tuple):
+            if progress and i % 4096 == 0:
                 progress(i, len(rows))
+            found = fresh.get(row[1])
+            if found is not None:
+                return found
+            cached = delta_terms.get(row[0])
+            return _decode_terms(cached) if cached is not None else index_terms(stored[row[0]])
+
         generation = int(self._meta(conn, "generation", "0") or 0) + 1
-        write_generation(self.cache_dir / f"gen-{generation}", recs)
+        columns = {name: [row[2 + i] for row in rows] for i, name in enumerate(COLUMNS)}
+        write_generation(self.cache_dir / f"gen-{generation}", (terms_of(i, r) for i, r in enumerate(rows)),
+                         columns)
         with _transaction(conn):
             conn.execute("UPDATE notes SET doc = -1 - doc")
             conn.executemany("UPDATE notes SET doc = ? WHERE doc = ?",
@@ -322,6 +340,16 @@ class Index:
             self._set_meta(conn, generation=generation, n_base=len(rows), next_doc=len(rows), needs_compaction=0,
                            version=int(self._meta(conn, "version", "0")) + 1)
         self._drop_old_generations(generation)
+
+    def _stored_records(self, conn: sqlite3.Connection, docs: list[int]) -> dict[int, Record]:
+        """Records rebuilt from the stored rows of these documents (to re-tokenise them)."""
+        out: dict[int, Record] = {}
+        for start in range(0, len(docs), 900):
+            part = docs[start:start + 900]
+            marks = ",".join("?" * len(part))
+            for row in conn.execute(f"SELECT doc, {', '.join(NOTE_FIELDS)} FROM notes WHERE doc IN ({marks})", part):
+                out[row[0]] = _record_from_row(row[1:])
+        return out
 
     def _drop_old_generations(self, current: int) -> None:
         # Keep the previous generation: a reader that read the old pointer may still be opening it.
@@ -459,19 +487,33 @@ def _walk(folder: Path):
 
 
 def _row(rec: Record) -> tuple:
-    return tuple(json.dumps(getattr(rec, f), ensure_ascii=False) if f in _LIST_FIELDS else getattr(rec, f)
-                 for f in NOTE_FIELDS)
+    return tuple("\n".join(getattr(rec, f)) if f in _LIST_FIELDS else getattr(rec, f) for f in NOTE_FIELDS)
 
 
 def _row_dict(values: tuple) -> dict[str, Any]:
     row = dict(zip(NOTE_FIELDS, values))
     for f in _LIST_FIELDS:
-        row[f] = json.loads(row[f]) if row[f] else []
+        row[f] = row[f].split("\n") if row[f] else []
     return row
 
 
 def _record_from_row(values: tuple) -> Record:
     return Record(**_row_dict(values))
+
+
+def _map_chunks(root: str, chunks: list[list[tuple]], defaults: dict[str, Any]):
+    """build_records over chunks: in worker processes when there is enough work and more than one core."""
+    workers = min(os.cpu_count() or 1, 4)
+    if workers < 2 or len(chunks) < 4:
+        for chunk in chunks:
+            yield build_records(root, chunk, defaults)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # forkserver: safe in a multi-threaded host process (an agent, a server), unlike fork
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver")) as pool:
+        yield from pool.map(build_records, [root] * len(chunks), chunks, [defaults] * len(chunks))
 
 
 def _encode_terms(terms) -> str:

@@ -9,12 +9,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 import yaml
-from markdown_it import MarkdownIt
 from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.nodes import ScalarNode
 from yaml.resolver import Resolver
@@ -188,7 +187,7 @@ def _yaml_error_line(exc: yaml.YAMLError, frontmatter: str) -> int | None:
     return None if position is None else _FM_FIRST_LINE + frontmatter.count("\n", 0, position)
 
 
-# --- the fast path: YAML costs ~300 µs a note, too slow for indexing 100k notes ---------------
+# --- the fast path: YAML costs 100-300 µs a note, too slow for indexing 100k notes -----------
 
 _NOT_FAST = object()
 # tabs and lone CRs are where PyYAML's and libyaml's readings part; such notes go the slow way
@@ -307,7 +306,14 @@ _TAG_SPLIT = re.compile(r"[,\s]+")
 _LINE_BREAK = re.compile(r"(\r\n?|\n)")  # as markdown-it counts lines
 _CODE_SPAN = re.compile(r"(?<![`\\])(`+)(?!`).+?(?<!`)\1(?!`)", re.DOTALL)
 _FENCE = re.compile("```|~~~")
-_MARKDOWN = MarkdownIt("commonmark").disable(["inline", "text_join"])  # block structure is enough
+
+
+@lru_cache(maxsize=1)
+def _markdown():
+    """The block parser, made on first use: most notes have no fenced code and never need it."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").disable(["inline", "text_join"])  # block structure is enough
 
 
 def extract_inline_tags(body: str) -> list[str]:
@@ -356,7 +362,7 @@ def _outside_code(text: str) -> str:
 
 def _markdown_blocks(text: str) -> Iterator[tuple[int, int, bool]]:
     """Line ranges of code blocks (True) and of text that may hold code spans (False)."""
-    for token in _MARKDOWN.parse(text):
+    for token in _markdown().parse(text):
         if token.map is not None and token.type in ("fence", "code_block", "inline"):
             yield token.map[0], token.map[1], token.type != "inline"
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 import time
 from dataclasses import asdict, dataclass, field
@@ -13,7 +12,7 @@ import numpy as np
 
 from . import scoring, text
 from .records import LINK_PREFIX, TAG_PREFIX
-from .snapshot import Snapshot
+from .snapshot import Snapshot, named_entities
 
 if TYPE_CHECKING:
     from .vault import Vault
@@ -91,109 +90,117 @@ def recall(vault: Vault, query: Query) -> list[Hit]:
     return hits
 
 
-def _mask(snap: Snapshot, q: Query) -> np.ndarray:
-    mask = snap.live.copy()
-    mask &= np.isin(snap.codes["kind"], [snap.code("kind", k) for k in q.kinds])
-    if q.status is None:
-        hidden = [snap.code("status", s) for s in HIDDEN_STATUSES if s not in q.include]
-        mask &= ~np.isin(snap.codes["status"], hidden)
-    else:
-        mask &= np.isin(snap.codes["status"], [snap.code("status", s) for s in q.status])
-    for column in ("type", "source", "namespace", "lifecycle"):
-        wanted = getattr(q, column)
-        if wanted is not None:
-            mask &= snap.codes[column] == snap.code(column, wanted)
-    if q.since is not None:
-        mask &= snap.ts >= q.since
-    if q.until is not None:
-        mask &= snap.ts <= q.until
+def _visible(snap: Snapshot, q: Query) -> np.ndarray:
+    """Live notes of the wanted kinds and statuses (memoised per snapshot: the common case is free)."""
+    key = ("visible", tuple(q.kinds), tuple(q.status) if q.status is not None else None, tuple(sorted(q.include)))
+    mask = snap.memo.get(key)
+    if mask is None:
+        mask = snap.live & np.isin(snap.codes["kind"], [snap.code("kind", k) for k in q.kinds])
+        if q.status is None:
+            hidden = [snap.code("status", s) for s in HIDDEN_STATUSES if s not in q.include]
+            mask &= ~np.isin(snap.codes["status"], hidden)
+        else:
+            mask &= np.isin(snap.codes["status"], [snap.code("status", s) for s in q.status])
+        snap.memo[key] = mask
     return mask
 
 
-def _lexical(snap: Snapshot, terms: list[str], cfg: dict) -> tuple[np.ndarray, bool]:
-    """BM25 over the query's terms (very common ones skipped when rarer ones exist), and whether
-    some query term is unknown to the index (a typo, perhaps: then fuzzy rescoring runs)."""
+def _filter(snap: Snapshot, q: Query, docs: np.ndarray) -> np.ndarray:
+    """The candidates that pass the query's filters."""
+    docs = docs[_visible(snap, q)[docs]]
+    for column in ("type", "source", "namespace", "lifecycle"):
+        wanted = getattr(q, column)
+        if wanted is not None:
+            docs = docs[snap.codes[column][docs] == snap.code(column, wanted)]
+    if q.since is not None:
+        docs = docs[snap.ts[docs] >= q.since]
+    if q.until is not None:
+        docs = docs[snap.ts[docs] <= q.until]
+    return docs
+
+
+def _lexical(snap: Snapshot, lists: list[tuple[str, np.ndarray, np.ndarray]], cfg: dict) -> np.ndarray:
+    """BM25 over the query's terms; very common ones are skipped when rarer ones exist."""
     scores = np.zeros(snap.size, dtype=np.float32)
     n = max(snap.n_live, 1)
-    lists = [(t, *snap.postings(t)) for t in terms]
-    unknown = any(not len(item[1]) for item in lists)
-    lists = [item for item in lists if len(item[1])]
-    if not lists:
-        return scores, unknown
     common = cfg["common_term_ratio"] * n
     rare = [item for item in lists if len(item[1]) <= common]
     avg_len = snap.avg_len
     for _, docs, tf in (rare or lists):
         weight = scoring.bm25(tf, snap.doclen[docs], avg_len, scoring.idf(len(docs), n), cfg["bm25_k1"], cfg["bm25_b"])
         scores[docs] += weight
-    return scores, unknown
+    return scores
 
 
-def _tag_channel(snap: Snapshot, q: Query, terms: list[str]) -> tuple[np.ndarray, np.ndarray | None]:
-    """Share of the query's tags each note carries; explicit --tag values must all be present."""
-    channel = np.zeros(snap.size, dtype=np.float32)
+def _tag_postings(snap: Snapshot, q: Query, terms: list[str]) -> tuple[list[np.ndarray], np.ndarray | None, int]:
+    """Posting lists of the query's tags and tag-named words, the docs carrying every --tag, and the count."""
+    wanted = [t for t in (text.normalize_tag(t) for t in q.tags) if t]
     required = None
-    wanted = [text.normalize_tag(t) for t in q.tags if text.normalize_tag(t)]
+    found = []
     for tag in wanted:
-        docs, _ = snap.postings(TAG_PREFIX + tag)
-        has = np.zeros(snap.size, dtype=bool)
-        has[docs] = True
-        required = has if required is None else required & has
-        channel[docs] += 1.0
+        docs = snap.postings(TAG_PREFIX + tag)[0]
+        required = docs if required is None else np.intersect1d(required, docs, assume_unique=True)
+        found.append(docs)
     words = [t for t in terms if t not in wanted]
-    for word in words:
-        docs, _ = snap.postings(TAG_PREFIX + word)
-        channel[docs] += 1.0
-    total = len(wanted) + len(words)
-    return (channel / total if total else channel), required
+    found.extend(snap.postings(TAG_PREFIX + w)[0] for w in words)
+    return found, required, len(wanted) + len(words)
 
 
-def _graph_channel(snap: Snapshot, query_norm: str) -> np.ndarray:
-    """1 for memories linking to an entity the query names by title or alias (one hop)."""
-    channel = np.zeros(snap.size, dtype=np.float32)
-    if not query_norm:
-        return channel
-    named = 0
-    for name, key in snap.entities:
-        if name in query_norm:
-            docs, _ = snap.postings(LINK_PREFIX + " ".join(key.split()))
-            channel[docs] = 1.0
-            named += 1
-            if named >= _MAX_ENTITY_HITS:
-                break
-    return channel
+def _graph_postings(snap: Snapshot, query_norm: str) -> list[np.ndarray]:
+    """Memories linking to each entity the query names by title or alias (one hop)."""
+    keys = named_entities(snap.entities, query_norm)[:_MAX_ENTITY_HITS]
+    return [snap.postings(LINK_PREFIX + " ".join(key.split()))[0] for key in keys]
 
 
-def _half_lives(snap: Snapshot, table: dict) -> np.ndarray:
+def _half_lives(snap: Snapshot, table: dict, docs: np.ndarray) -> np.ndarray:
     per_code = np.array([scoring.half_life_hours(v, table) for v in snap.vocab["lifecycle"]] or [np.inf])
-    return per_code[snap.codes["lifecycle"]]
+    return per_code[snap.codes["lifecycle"][docs]]
+
+
+def _count(snap: Snapshot, lists: list[np.ndarray]) -> np.ndarray:
+    counts = np.zeros(snap.size, dtype=np.float32)
+    for docs in lists:
+        counts[docs] += 1.0
+    return counts
 
 
 def _rank(snap: Snapshot, q: Query, config: dict, now: float):
-    """Candidates with their channel values, effective strength and decay; None when nothing matches."""
+    """Candidates with their channel values, effective strength and decay; None when nothing matches.
+
+    Candidates come from the posting lists the query touches (never a pass over every note,
+    except for a recall with neither text nor tags, which ranks every visible note by strength).
+    """
     cfg = config["ranking"]
-    mask = _mask(snap, q)
     query_norm = text.normalize(q.text).strip()
     terms = text.query_terms(q.text) if query_norm else []
-    lexical, unknown = _lexical(snap, terms, cfg) if terms else (np.zeros(snap.size, dtype=np.float32), False)
-    tags, required = _tag_channel(snap, q, terms)
-    graph = _graph_channel(snap, query_norm)
-    if required is not None:
-        mask &= required
+    lists = [(t, *snap.postings(t)) for t in terms]
+    unknown = any(not len(item[1]) for item in lists)
+    lists = [item for item in lists if len(item[1])]
+    tag_lists, required, n_tags = _tag_postings(snap, q, terms)
+    graph_lists = _graph_postings(snap, query_norm) if query_norm else []
     if query_norm:
-        mask &= (lexical > 0) | (tags > 0) | (graph > 0)
-    docs = np.flatnonzero(mask)
+        touched = [item[1] for item in lists] + tag_lists + graph_lists
+        docs = np.unique(np.concatenate(touched)) if touched else np.zeros(0, dtype=np.uint32)
+        if required is not None:
+            docs = np.intersect1d(docs, required, assume_unique=True)
+    elif required is not None:
+        docs = required
+    else:
+        docs = np.flatnonzero(snap.live)
+    docs = _filter(snap, q, docs.astype(np.int64))
     if not len(docs):
         return None
-    hl = _half_lives(snap, config["half_life_hours"])[docs]
+    lexical = _lexical(snap, lists, cfg)[docs] if lists else np.zeros(len(docs), dtype=np.float32)
+    tags = _count(snap, tag_lists)[docs] / n_tags if n_tags else np.zeros(len(docs), dtype=np.float32)
+    graph = np.minimum(_count(snap, graph_lists)[docs], 1.0)
     r = config["reinforcement"]
     age_ref = np.maximum(snap.ts[docs], snap.last_use[docs])
-    dec = scoring.decay((now - age_ref) / scoring.SECONDS_PER_HOUR, hl)
+    dec = scoring.decay((now - age_ref) / scoring.SECONDS_PER_HOUR, _half_lives(snap, config["half_life_hours"], docs))
     eff = scoring.strength(snap.score[docs], snap.uses[docs], r["reward"], r["max_reward"]) * dec
     channels = {
-        "lexical": scoring.normalise(lexical[docs]),
-        "tags": tags[docs],
-        "graph": graph[docs],
+        "lexical": scoring.normalise(lexical),
+        "tags": tags,
+        "graph": graph,
         "strength": np.clip(eff / scoring.MAX_SCORE, 0.0, 1.0),
     }
     return docs, channels, eff, dec, unknown
@@ -254,8 +261,7 @@ def _fuzzy(query: str, rows: list[dict | None]) -> np.ndarray:
 
 
 def _hit(row: dict[str, Any], parts: dict[str, float], final: float, eff: float, dec: float) -> Hit:
-    meta = json.loads(row["meta_json"] or "{}")
-    stamp = meta.get("timestamp") or meta.get("date")
+    stamp = row["stamp"]
     if not stamp:
         stamp = dt.datetime.fromtimestamp(row["ts"]).astimezone().isoformat(timespec="seconds")
     return Hit(id=row["id"], path=row["path"], title=row["title"], content=row["body"].strip(), tags=row["tags"],

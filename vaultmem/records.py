@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
+import os
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from . import text
 from .errors import NoteFormatError
-from .note import parse_note
 
 KINDS = ("memory", "entity", "episode")
 STATUS_BY_FOLDER = {"inbox": "candidate", "archive": "archived"}
@@ -46,7 +44,7 @@ class Record:
     aliases: list[str] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
     body: str = ""
-    meta_json: str = "{}"
+    stamp: str = ""  # the note's timestamp exactly as written (for display)
     error: str = ""
     terms: Counter = field(default_factory=Counter)
 
@@ -81,8 +79,8 @@ def to_epoch(value: Any, fallback: float) -> float:
     return fallback
 
 
-def _json_default(value: Any) -> str:
-    return value.isoformat() if isinstance(value, (dt.date, dt.datetime)) else str(value)
+def _stamp(value: Any) -> str:
+    return value.isoformat() if isinstance(value, (dt.date, dt.datetime)) else _str(value)
 
 
 def _str(value: Any) -> str:
@@ -99,9 +97,12 @@ def _number(value: Any, fallback: float) -> float:
 def build_record(data: bytes, relpath: str, kind: str, folder: str, stat: tuple[int, int],
                  defaults: dict[str, Any]) -> Record:
     """Parse one file's bytes into a Record; a note that fails to parse is indexed by its raw text."""
-    title = Path(relpath).stem
+    name = relpath.rsplit("/", 1)[-1]
+    title = name[:-3] if name.endswith(".md") else name
     rec = Record(path=relpath, kind=kind, title=title, mtime_ns=stat[0], size=stat[1], sha=content_hash(data))
     mtime = stat[0] / 1e9
+    from .note import parse_note  # here, not at the top: recall never parses notes, nor imports YAML
+
     try:
         note = parse_note(data, relpath)
     except NoteFormatError as exc:
@@ -123,7 +124,9 @@ def _fill_from_note(rec: Record, meta: dict[str, Any], body: str, tags: list[str
     rec.type = _str(meta.get("type")) or (rec.kind if rec.kind != "memory" else "")
     rec.value = _str(meta.get("value"))
     rec.score = _number(meta.get("score"), float(defaults.get("score", 5.0)))
-    rec.ts = to_epoch(meta.get("timestamp", meta.get("date")), mtime)
+    when = meta.get("timestamp", meta.get("date"))
+    rec.ts = to_epoch(when, mtime)
+    rec.stamp = _stamp(when)
     rec.lifecycle = _str(meta.get("lifecycle")) or _str(defaults.get("lifecycle"))
     rec.source = _str(meta.get("source"))
     rec.trust = _str(meta.get("trust"))
@@ -132,9 +135,30 @@ def _fill_from_note(rec: Record, meta: dict[str, Any], body: str, tags: list[str
     rec.episode = _str(meta.get("episode"))
     rec.tags, rec.aliases, rec.links = tags, aliases, links
     rec.body = body
-    rec.meta_json = json.dumps(meta, ensure_ascii=False, default=_json_default)
     rec.fp = text.fingerprint(body)
     rec.terms = index_terms(rec)
+
+
+def build_records(root: str, items: list[tuple], defaults: dict[str, Any]) -> tuple[list[Record], list[tuple]]:
+    """Read and parse a chunk of files (runs in worker processes for large refreshes).
+
+    Args:
+        items: (relative path, kind, folder, mtime_ns, size, known sha or "") per file.
+    Returns:
+        (records of changed files, (mtime_ns, size, path) of files whose bytes did not change).
+    """
+    records, restamped = [], []
+    for rel, kind, folder, mtime, size, known_sha in items:
+        try:
+            with open(os.path.join(root, rel), "rb") as handle:
+                data = handle.read()
+        except OSError:
+            continue  # vanished between scan and read: the next refresh drops it
+        if known_sha and known_sha == content_hash(data):
+            restamped.append((mtime, size, rel))  # touched, not changed
+        else:
+            records.append(build_record(data, rel, kind, folder, (mtime, size), defaults))
+    return records, restamped
 
 
 def index_terms(rec: Record) -> Counter:

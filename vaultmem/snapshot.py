@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import shutil
-from collections.abc import Sequence
+from array import array
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from . import text
-from .records import Record, link_key
+from .records import link_key
 
 NUMERIC = ("score", "ts")
 CATEGORICAL = ("kind", "status", "lifecycle", "namespace", "source", "type", "trust", "episode")
@@ -21,17 +24,22 @@ _EMPTY_DOCS = np.zeros(0, dtype=np.uint32)
 _EMPTY_TF = np.zeros(0, dtype=np.uint16)
 
 
-def write_generation(folder: Path, recs: Sequence[Record]) -> None:
-    """Write one generation (document i = recs[i]) atomically: a temp folder renamed into place."""
+def write_generation(folder: Path, terms: Iterable[Counter], columns: dict[str, list]) -> None:
+    """Write one generation atomically (a temp folder renamed into place).
+
+    Args:
+        terms: the terms of document 0, 1, 2 … in order (consumed once, never held all at once).
+        columns: every name of COLUMNS -> one value per document.
+    """
     tmp = folder.with_name(folder.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    _write_postings(tmp, recs)
-    np.save(tmp / "score.npy", np.array([r.score for r in recs], dtype=np.float32))
-    np.save(tmp / "ts.npy", np.array([r.ts for r in recs], dtype=np.float64))
+    _write_postings(tmp, terms)
+    np.save(tmp / "score.npy", np.asarray(columns["score"], dtype=np.float32))
+    np.save(tmp / "ts.npy", np.asarray(columns["ts"], dtype=np.float64))
     vocab = {}
     for name in CATEGORICAL:
-        values = [getattr(r, name) for r in recs]
+        values = [v or "" for v in columns[name]]
         names = sorted(set(values))
         lookup = {v: i for i, v in enumerate(names)}
         np.save(tmp / f"cat_{name}.npy", np.array([lookup[v] for v in values], dtype=np.int32))
@@ -51,25 +59,28 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def _write_postings(folder: Path, recs: Sequence[Record]) -> None:
+def _write_postings(folder: Path, terms_per_doc: Iterable[Counter]) -> None:
     """Sorted term blob + offsets, and per-term runs of (doc, tf), documents ascending."""
     ids: dict[str, int] = {}
-    term_ids: list[int] = []
-    docs: list[int] = []
-    tfs: list[int] = []
-    for doc, rec in enumerate(recs):
-        terms = rec.terms
+    term_ids = array("i")
+    docs = array("I")
+    tfs = array("I")
+    n_docs = 0
+    for doc, terms in enumerate(terms_per_doc):
         term_ids.extend([ids.setdefault(t, len(ids)) for t in terms])
         docs.extend([doc] * len(terms))
         tfs.extend(terms.values())
+        n_docs = doc + 1
     encoded = [t.encode("utf-8") for t in ids]
+    del ids
     order = sorted(range(len(encoded)), key=encoded.__getitem__)
-    rank = np.empty(len(encoded), dtype=np.int64)
-    rank[order] = np.arange(len(encoded))
-    term_rank = rank[np.asarray(term_ids, dtype=np.int64)] if term_ids else np.zeros(0, dtype=np.int64)
+    rank = np.empty(len(encoded), dtype=np.int32)
+    rank[order] = np.arange(len(encoded), dtype=np.int32)
+    term_rank = rank[np.frombuffer(term_ids, dtype=np.int32)] if len(term_ids) else np.zeros(0, dtype=np.int32)
+    del term_ids
     perm = np.argsort(term_rank, kind="stable")
-    doc_arr = np.asarray(docs, dtype=np.uint32)
-    tf_arr = np.minimum(np.asarray(tfs, dtype=np.int64), 65535).astype(np.uint16)
+    doc_arr = np.frombuffer(docs, dtype=np.uint32) if len(docs) else np.zeros(0, dtype=np.uint32)
+    tf_arr = np.minimum(np.frombuffer(tfs, dtype=np.uint32), 65535).astype(np.uint16)
     counts = np.bincount(term_rank, minlength=len(encoded))
     blob = b"".join(encoded[i] for i in order)
     lengths = np.array([len(encoded[i]) for i in order], dtype=np.int64)
@@ -78,31 +89,29 @@ def _write_postings(folder: Path, recs: Sequence[Record]) -> None:
     np.save(folder / "post_off.npy", np.concatenate([[0], np.cumsum(counts)]).astype(np.int64))
     np.save(folder / "post_doc.npy", doc_arr[perm])
     np.save(folder / "post_tf.npy", tf_arr[perm])
-    doclen = np.bincount(doc_arr, weights=tf_arr, minlength=len(recs)) if len(recs) else np.zeros(0)
+    doclen = np.bincount(doc_arr, weights=tf_arr, minlength=n_docs) if n_docs else np.zeros(0)
     np.save(folder / "doclen.npy", doclen.astype(np.float32))
 
 
 @dataclass
 class _Generation:
-    blob: bytes | np.ndarray
-    term_off: np.ndarray
+    blob: bytes | mmap.mmap
+    term_off: list[int] | np.ndarray
     post_off: np.ndarray
     post_doc: np.ndarray
     post_tf: np.ndarray
 
     def find(self, term: bytes) -> int:
         """Index of a term in the sorted blob, or -1 (binary search; UTF-8 bytes sort like code points)."""
-        lo, hi = 0, len(self.term_off) - 1
-        off = self.term_off
-        blob = self.blob
+        off, blob = self.term_off, self.blob
+        lo, hi = 0, len(off) - 1
         while lo < hi:
             mid = (lo + hi) // 2
-            probe = bytes(blob[off[mid]:off[mid + 1]])
-            if probe < term:
+            if blob[off[mid]:off[mid + 1]] < term:
                 lo = mid + 1
             else:
                 hi = mid
-        if lo < len(off) - 1 and bytes(blob[off[lo]:off[lo + 1]]) == term:
+        if lo < len(off) - 1 and blob[off[lo]:off[lo + 1]] == term:
             return lo
         return -1
 
@@ -120,25 +129,19 @@ class Snapshot:
     doclen: np.ndarray
     uses: np.ndarray
     last_use: np.ndarray
-    entities: list[tuple[str, str]]
+    entities: dict[str, list[tuple[str, str]]]
     base: _Generation | None
     delta: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    memo: dict = field(default_factory=dict)  # values derived from the snapshot, computed once
+
+    def __post_init__(self) -> None:
+        self.n_live = int(self.live.sum())
+        self.avg_len = float(self.doclen[self.live].sum() / self.n_live) if self.n_live else 0.0
 
     @property
     def size(self) -> int:
         """Number of document slots (live or not)."""
         return len(self.live)
-
-    @property
-    def n_live(self) -> int:
-        """Number of live notes."""
-        return int(self.live.sum())
-
-    @property
-    def avg_len(self) -> float:
-        """Mean document length over live notes."""
-        n = self.n_live
-        return float(self.doclen[self.live].sum() / n) if n else 0.0
 
     def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """(docs, tf) of a term across the generation and the delta; dead docs are masked later."""
@@ -175,9 +178,12 @@ def _load_generation(folder: Path) -> tuple[_Generation, dict[str, np.ndarray], 
     def arr(name: str) -> np.ndarray:
         return np.load(folder / f"{name}.npy", mmap_mode="r")
 
-    size = (folder / "terms.bin").stat().st_size
-    blob = np.memmap(folder / "terms.bin", dtype=np.uint8, mode="r") if size else b""
-    gen = _Generation(blob, arr("term_off"), arr("post_off"), arr("post_doc"), arr("post_tf"))
+    with open(folder / "terms.bin", "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        blob = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+    # plain ndarray views: indexing a np.memmap scalar by scalar is several times slower
+    gen = _Generation(blob, arr("term_off").view(np.ndarray), arr("post_off").view(np.ndarray),
+                      arr("post_doc").view(np.ndarray), arr("post_tf").view(np.ndarray))
     columns = {name: arr(name) for name in NUMERIC + ("doclen",)}
     columns.update({f"cat_{name}": arr(f"cat_{name}") for name in CATEGORICAL})
     vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
@@ -248,15 +254,26 @@ def _load_delta(rows, live, score, ts, doclen, codes, vocab) -> dict[str, tuple[
             for t, (d, f) in postings.items()}
 
 
-def _entity_names(entities: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """(normalised name or alias, link key of the entity) for every entity, longest names first."""
-    out = []
+def _entity_names(entities: list[tuple[str, str]]) -> dict[str, list[tuple[str, str]]]:
+    """Entity names and aliases (normalised, 2+ chars) bucketed by their first two characters,
+    each bucket longest first: (name, link key of the entity)."""
+    buckets: dict[str, list[tuple[str, str]]] = {}
     for title, aliases in entities:
         key = link_key(title)
-        names = [title] + (json.loads(aliases) if aliases else [])
-        for name in names:
+        for name in [title] + (aliases.split("\n") if aliases else []):
             norm = text.normalize(str(name)).strip()
             if len(norm) >= 2:
-                out.append((norm, key))
-    out.sort(key=lambda pair: -len(pair[0]))
-    return out
+                buckets.setdefault(norm[:2], []).append((norm, key))
+    for bucket in buckets.values():
+        bucket.sort(key=lambda pair: -len(pair[0]))
+    return buckets
+
+
+def named_entities(buckets: dict[str, list[tuple[str, str]]], query_norm: str) -> list[str]:
+    """Link keys of the entities a normalised query names, in order of appearance, each once."""
+    found: list[str] = []
+    for i in range(len(query_norm) - 1):
+        for name, key in buckets.get(query_norm[i:i + 2], ()):
+            if query_norm.startswith(name, i) and key not in found:
+                found.append(key)
+    return found

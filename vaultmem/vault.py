@@ -284,9 +284,10 @@ class Vault:
 
     def get(self, ref: str):
         """The memory named by id, vault path or title (a catalog.Memory)."""
-        from .catalog import memory_from_row
+        from .catalog import memory_from_row, read_meta
 
-        return memory_from_row(self.resolve(ref))
+        row = self.resolve(ref)
+        return memory_from_row(row, read_meta(self, row))
 
     def list(self, since: str | None = None, tags: list[str] | None = None, limit: int | None = None):
         """Memories newest first, filtered by a start date and tags."""

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from . import text
 from .errors import VaultmemError, WriteConflict
-from .note import render_new
 from .vault import new_ulid, safe_filename
 
 if TYPE_CHECKING:
@@ -112,6 +111,8 @@ def _new_path(folder: Path, title: str, attempt: int) -> Path:
 
 def _create(vault: Vault, body: str, fields: dict[str, Any], durable: bool) -> tuple[WriteResult, Path]:
     """Write a new note under a unique readable name (never replacing a file another writer took)."""
+    from .note import render_new  # YAML is imported only by code that writes notes
+
     meta = build_meta(vault, fields)
     title = str(fields.get("title") or make_title(body))
     content = render_new(meta, body.rstrip("\n") + "\n")
