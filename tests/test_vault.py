@@ -123,3 +123,15 @@ def test_show_by_title_and_path(vault):
     write_note(vault, "memories/Coffee order.md", "---\nid: 01JDX3K8Q4W2M9ZC6T7B5N0H1A\n---\nFlat white, no sugar.\n")
     assert vault.get("Coffee order").id == "01JDX3K8Q4W2M9ZC6T7B5N0H1A"
     assert vault.get("memories/Coffee order.md").title == "Coffee order"
+
+
+def test_a_config_edit_is_seen_by_the_next_open(vault):
+    assert Vault(vault.root).config["ranking"]["limit"] == 10  # parsed, then cached
+    cfg = vault.root / ".vaultmem/config.yaml"
+    cfg.write_text(cfg.read_text(encoding="utf-8").replace("  limit: 10", "  limit: 3"), encoding="utf-8")
+    assert Vault(vault.root).config["ranking"]["limit"] == 3
+    cfg.write_text("ranking:\n  colour: blue\n", encoding="utf-8")
+    from vaultmem import ConfigError
+
+    with pytest.raises(ConfigError, match="unknown setting 'colour'"):
+        Vault(vault.root)

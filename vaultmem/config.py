@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -102,19 +104,51 @@ def _merge(base: dict[str, Any], over: dict[str, Any], where: str) -> dict[str, 
     return out
 
 
-def load_config(path: Path) -> dict[str, Any]:
+def load_config(path: Path, cache: Path | None = None) -> dict[str, Any]:
     """Read config.yaml over the defaults; a missing file means all defaults.
 
+    With cache (a JSON file in the index folder), the merged settings are reused while
+    config.yaml keeps its (mtime, size): importing YAML costs more than a whole recall.
     Raises ConfigError naming the file for invalid YAML or an unknown key.
     """
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return copy.deepcopy(defaults())
+    key = [st.st_mtime_ns, st.st_size, CONFIG_TEMPLATE.__len__()]
+    cached = _read_cache(cache, key)
+    if cached is not None:
+        return cached
     import yaml
 
-    if not path.exists():
-        return copy.deepcopy(defaults())
     try:
         loaded = _load_yaml(path.read_text(encoding="utf-8")) or {}
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not valid YAML ({exc})") from None
     if not isinstance(loaded, dict):
         raise ConfigError(f"{path}: must be a mapping of settings")
-    return _merge(defaults(), loaded, str(path))
+    config = _merge(defaults(), loaded, str(path))
+    _write_cache(cache, key, config)
+    return config
+
+
+def _read_cache(cache: Path | None, key: list) -> dict[str, Any] | None:
+    if cache is None:
+        return None
+    try:
+        stored = json.loads(cache.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return stored.get("config") if isinstance(stored, dict) and stored.get("key") == key else None
+
+
+def _write_cache(cache: Path | None, key: list, config: dict[str, Any]) -> None:
+    if cache is None:
+        return
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"key": key, "config": config}), encoding="utf-8")
+        os.replace(tmp, cache)
+    except OSError:
+        pass  # a read-only vault still works, only slower

@@ -115,7 +115,7 @@ class Vault:
                 raise VaultNotFound(f"{self.root} does not exist; create it with `vaultmem init {path}`")
             raise VaultNotFound(f"{self.root} is not a vaultmem vault (no {STATE_DIR}/); run `vaultmem init {path}`")
         self.state = self.root / STATE_DIR
-        self.config = load_config(self.state / "config.yaml")
+        self.config = load_config(self.state / "config.yaml", self.state / "cache" / "config.json")
         self.memory_root = self._checked(self.root / str(self.config["memory_root"]))
         self.folders = {role: self._checked(self.memory_root / name)
                         for role, name in self.config["folders"].items()}
