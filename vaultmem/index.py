@@ -275,6 +275,7 @@ class Index:
                 if rec.path in replacing:
                     self._drop(conn, rec.path)
             conn.executemany("UPDATE notes SET mtime_ns = ?, size = ? WHERE path = ?", restamped)
+            records = sorted(records, key=lambda rec: rec.path)  # the order a generation keeps
             docs = range(next_doc, next_doc + len(records))
             conn.executemany(_INSERT_NOTE, [(doc, *_row(rec)) for doc, rec in zip(docs, records)])
             if to_delta:
@@ -333,9 +334,10 @@ class Index:
         write_generation(self.cache_dir / f"gen-{generation}", (terms_of(i, r) for i, r in enumerate(rows)),
                          columns)
         with _transaction(conn):
-            conn.execute("UPDATE notes SET doc = -1 - doc")
-            conn.executemany("UPDATE notes SET doc = ? WHERE doc = ?",
-                             [(new, -1 - old[0]) for new, old in enumerate(rows)])
+            if any(row[0] != new for new, row in enumerate(rows)):  # a first index is already in order
+                conn.execute("UPDATE notes SET doc = -1 - doc")
+                conn.executemany("UPDATE notes SET doc = ? WHERE doc = ?",
+                                 [(new, -1 - old[0]) for new, old in enumerate(rows)])
             conn.execute("DELETE FROM delta")
             conn.execute("DELETE FROM tomb")
             self._set_meta(conn, generation=generation, n_base=len(rows), next_doc=len(rows), needs_compaction=0,

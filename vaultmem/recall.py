@@ -157,6 +157,12 @@ def _half_lives(snap: Snapshot, table: dict, docs: np.ndarray) -> np.ndarray:
     return per_code[snap.codes["lifecycle"][docs]]
 
 
+def _dense(snap: Snapshot, docs: np.ndarray) -> np.ndarray:
+    mark = np.zeros(snap.size, dtype=bool)
+    mark[docs] = True
+    return mark
+
+
 def _count(snap: Snapshot, lists: list[np.ndarray]) -> np.ndarray:
     counts = np.zeros(snap.size, dtype=np.float32)
     for docs in lists:
@@ -179,10 +185,12 @@ def _rank(snap: Snapshot, q: Query, config: dict, now: float):
     tag_lists, required, n_tags = _tag_postings(snap, q, terms)
     graph_lists = _graph_postings(snap, query_norm) if query_norm else []
     if query_norm:
-        touched = [item[1] for item in lists] + tag_lists + graph_lists
-        docs = np.unique(np.concatenate(touched)) if touched else np.zeros(0, dtype=np.uint32)
+        touched = np.zeros(snap.size, dtype=bool)  # a dense mark beats sorting long posting lists
+        for docs in [item[1] for item in lists] + tag_lists + graph_lists:
+            touched[docs] = True
         if required is not None:
-            docs = np.intersect1d(docs, required, assume_unique=True)
+            touched &= _dense(snap, required)
+        docs = np.flatnonzero(touched)
     elif required is not None:
         docs = required
     else:
