@@ -8,7 +8,8 @@ import yaml
 
 from vaultmem import UnsafePath, Vault, VaultNotFound, WriteConflict
 from vaultmem.config import defaults
-from vaultmem.vault import MAX_NAME_BYTES, atomic_write, new_ulid, safe_filename
+from vaultmem.files import atomic_write
+from vaultmem.vault import MAX_NAME_BYTES, new_ulid, safe_filename
 
 from .conftest import write_note
 

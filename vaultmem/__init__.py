@@ -1,8 +1,17 @@
 """vaultmem: long-term memory for AI agents that lives in an Obsidian/Markdown vault."""
 
 from .catalog import DoctorReport, Memory
-from .errors import (AmbiguousNote, ConfigError, NoteFormatError, NoteNotFound, PolicyViolation, UnsafePath,
-                     VaultmemError, VaultNotFound, WriteConflict)
+from .errors import (
+                     AmbiguousNote,
+                     ConfigError,
+                     NoteFormatError,
+                     NoteNotFound,
+                     PolicyViolation,
+                     UnsafePath,
+                     VaultmemError,
+                     VaultNotFound,
+                     WriteConflict,
+)
 from .recall import Hit, Query
 from .vault import Vault
 from .write import WriteResult

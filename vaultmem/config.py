@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import functools
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +56,7 @@ ranking:
   bm25_b: 0.3             # little length normalisation: memories are short and similar in length
   fuzzy_rescore: 20       # rescore this many top hits with rapidfuzz (typo tolerance); 0 = off
   fuzzy_weight: 0.2
-  common_term_ratio: 0.2  # skip query terms found in more than this share of notes when rarer ones exist
+  common_term_ratio: 1.0  # skip query terms found in more than this share of notes when rarer ones exist (1 = never)
   limit: 10
 
 reinforcement:
@@ -145,10 +144,10 @@ def _read_cache(cache: Path | None, key: list) -> dict[str, Any] | None:
 def _write_cache(cache: Path | None, key: list, config: dict[str, Any]) -> None:
     if cache is None:
         return
+    from .files import atomic_write
+
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"key": key, "config": config}), encoding="utf-8")
-        os.replace(tmp, cache)
+        atomic_write(cache, json.dumps({"key": key, "config": config}).encode("utf-8"), durable=False)
     except OSError:
         pass  # a read-only vault still works, only slower

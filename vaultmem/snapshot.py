@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from . import text
+from .files import fsync_path
 from .records import link_key
 
 NUMERIC = ("score", "ts")
@@ -46,17 +47,9 @@ def write_generation(folder: Path, terms: Iterable[Counter], columns: dict[str, 
         vocab[name] = names
     (tmp / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
     for path in tmp.iterdir():
-        _fsync(path)
+        fsync_path(path)
     shutil.rmtree(folder, ignore_errors=True)
     os.replace(tmp, folder)
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _write_postings(folder: Path, terms_per_doc: Iterable[Counter]) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 from .config import CONFIG_TEMPLATE, load_config
 from .errors import AmbiguousNote, NoteNotFound, UnsafePath, VaultNotFound, WriteConflict
 from .events import append_events, device_id
+from .files import atomic_write
 from .index import Index, RefreshStats, ScanRoot
 from .records import Record, build_record, content_hash
 
@@ -59,41 +60,6 @@ def inside(root: Path, candidate: Path) -> bool:
     except ValueError:
         return False
     return True
-
-
-def atomic_write(path: Path, data: bytes, *, durable: bool = True, exclusive: bool = False) -> None:
-    """Write a whole file so a reader sees the old bytes or the new ones, never a mix.
-
-    A hidden temp file in the same folder is written (and fsynced when durable), then moved into
-    place; with exclusive, an existing file is never replaced (hard link, which fails if taken).
-    Raises FileExistsError when exclusive and the name is taken.
-    """
-    tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            if durable:
-                os.fsync(handle.fileno())
-        if exclusive:
-            os.link(tmp, path)
-            os.unlink(tmp)
-        else:
-            os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    if durable:
-        _fsync_dir(path.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def find_templates() -> Path | None:

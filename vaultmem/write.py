@@ -109,16 +109,18 @@ def _new_path(folder: Path, title: str, attempt: int) -> Path:
     return folder / (f"{stem}.md" if attempt == 0 else f"{stem} {attempt + 1}.md")
 
 
-def _create(vault: Vault, body: str, fields: dict[str, Any], durable: bool) -> tuple[WriteResult, Path]:
-    """Write a new note under a unique readable name (never replacing a file another writer took)."""
+def _create(vault: Vault, body: str, fields: dict[str, Any], durable: bool,
+            taken: set[str]) -> tuple[WriteResult, Path]:
+    """Write a new note under a unique readable name (never replacing a file another writer took).
+
+    taken: the case-folded names already in the folder, listed once per batch and kept up to date.
+    """
     from .note import render_new  # YAML is imported only by code that writes notes
 
     meta = build_meta(vault, fields)
     title = str(fields.get("title") or make_title(body))
     content = render_new(meta, body.rstrip("\n") + "\n")
     folder = vault.folders["memories"]
-    folder.mkdir(parents=True, exist_ok=True)
-    taken = {p.name.casefold() for p in folder.iterdir()}
     for attempt in range(10_000):
         path = _new_path(folder, title, attempt)
         if path.name.casefold() in taken:
@@ -126,7 +128,9 @@ def _create(vault: Vault, body: str, fields: dict[str, Any], durable: bool) -> t
         try:
             vault.write_text(path, content, expected_sha=None, durable=durable)
         except WriteConflict:
+            taken.add(path.name.casefold())
             continue  # another process took the name a moment ago
+        taken.add(path.name.casefold())
         return WriteResult("created", meta["id"], vault.relpath(path), path.stem), path
     raise VaultmemError(f"no free file name for {title!r} in {folder}")
 
@@ -159,12 +163,15 @@ def remember_many(vault: Vault, items: Iterable[dict[str, Any]],
     results: list[WriteResult] = []
     seen: dict[str, WriteResult] = {}
     written: list[Path] = []
+    folder = vault.folders["memories"]
+    folder.mkdir(parents=True, exist_ok=True)
+    taken = {name.casefold() for name in os.listdir(folder)}
     for n, item in enumerate(items, 1):
         body, fields = _clean_fields(item, f"item {n}")
         fp = text.fingerprint(body)
         found = seen.get(fp) or _existing(vault, fp)
         if found is None:
-            found, path = _create(vault, body, fields, durable=not batch)
+            found, path = _create(vault, body, fields, not batch, taken)
             written.append(path)
             seen[fp] = found
         elif found.action == "created":
