@@ -132,7 +132,9 @@ def doctor(vault: Vault) -> DoctorReport:
     for r in rows:
         by_id.setdefault(r["id"], []).append(r["path"])
     report.duplicate_ids = {i: paths for i, paths in by_id.items() if len(paths) > 1}
-    report.missing_ids = [r["path"] for r in rows if r["id"].startswith("path-") and not r["error"]]
+    # a daily episode note is named by its date; memories and entities need an id to be linked safely
+    report.missing_ids = [r["path"] for r in rows
+                          if r["id"].startswith("path-") and not r["error"] and r["kind"] != "episode"]
     report.broken_links = _broken_links(vault, rows)
     import yaml
 

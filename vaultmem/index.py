@@ -386,8 +386,13 @@ class Index:
 
     # -- reading -------------------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
-        """The current index as immutable arrays; reloaded only when another write happened."""
+        """The current index as immutable arrays; reloaded only when another write happened.
+
+        A sidecar that was never built (a fresh clone, a deleted cache) is built first.
+        """
         conn = self._conn()
+        if not self._meta(conn, "generation"):
+            self.refresh()
         version = self._meta(conn, "version", "0") + ":" + self._meta(conn, "generation", "0")
         with self._lock:
             if self._snapshot is None or version != self._snapshot_version:
