@@ -132,7 +132,7 @@ def test_graph_channel_finds_memories_linked_to_a_named_entity(vault):
 def test_explain_has_every_channel_decay_and_final(vault):
     vault.remember("Grafana dashboard lives at grafana.internal/d/atlas", tags=["ops"])
     [hit] = vault.recall("grafana dashboard")
-    assert set(hit.channels) == {"lexical", "tags", "graph", "strength"}
+    assert set(hit.channels) == {"lexical", "tags", "graph", "contiguity", "strength"}
     assert 0 < hit.decay <= 1 and hit.final > 0 and hit.effective > 0
     d = hit.to_dict()
     for key in ("id", "path", "title", "content", "tags", "source", "lifecycle", "timestamp", "score",
@@ -148,6 +148,20 @@ def test_a_typo_is_tolerated_by_fuzzy_rescoring(vault):
     assert hits[0].channels["fuzzy"] > 0.8
     hits = vault.recall("dashbord payment")
     assert "fuzzy" in hits[0].channels and hits[0].content.startswith("Grafana")
+
+
+def test_contiguity_brings_back_the_neighbours_of_a_recalled_event(vault):
+    turns = ["We landed in Lisbon at noon", "The hotel was next to the tram line",
+             "Dinner was grilled sardines", "Flew home on Sunday"]
+    vault.remember_many([{"text": t, "episode": "trip", "timestamp": f"2026-05-0{i + 1}T10:00:00+00:00"}
+                         for i, t in enumerate(turns)])
+    vault.remember_many([{"text": f"Unrelated note {i} about tram schedules", "episode": "other"} for i in range(3)])
+    hits = {h.content: h for h in vault.recall("Lisbon landing", limit=10)}
+    assert hits["We landed in Lisbon at noon"].channels["lexical"] == 1.0
+    assert hits["The hotel was next to the tram line"].channels["contiguity"] == 1.0   # next in the episode
+    assert hits["Dinner was grilled sardines"].channels["contiguity"] == 0.5          # two away
+    assert "Flew home on Sunday" not in hits                                          # three away
+    assert all(h.channels["contiguity"] == 0 for c, h in hits.items() if c.startswith("Unrelated"))
 
 
 def test_recall_never_modifies_a_note(sample):

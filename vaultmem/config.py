@@ -49,6 +49,7 @@ ranking:
     lexical: 1.0          # BM25 over words and CJK 2-/3-grams, normalised to 0..1 per query
     tags: 0.5             # share of the query's tags (and tag-named words) the memory carries
     graph: 0.3            # the memory links to an entity the query names (title or alias)
+    contiguity: 0.25      # relevance lent by the memories written next to it in the same episode
     strength: 0.15        # effective score / 10: a prior that orders, never a wall
   recency_weight: 0.6     # strength weight when the query asks for what is recent ("latest", "最近", "上次")
   rrf_k: 60

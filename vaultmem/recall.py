@@ -198,7 +198,18 @@ def _rank(snap: Snapshot, q: Query, config: dict, now: float):
     docs = _filter(snap, q, docs.astype(np.int64))
     if not len(docs):
         return None
-    lexical = _lexical(snap, lists, cfg)[docs] if lists else np.zeros(len(docs), dtype=np.float32)
+    lexical_all = _lexical(snap, lists, cfg) if lists else None
+    lexical = lexical_all[docs] if lists else np.zeros(len(docs), dtype=np.float32)
+    contiguity = np.zeros(len(docs), dtype=np.float32)
+    if lists and cfg["weights"].get("contiguity", 0) > 0 and lexical.max() > 0:
+        near, lent = _contiguity(snap, docs, lexical / lexical.max())
+        if len(near):
+            keep = np.isin(near, _filter(snap, q, near))
+            near, lent = near[keep], lent[keep]
+            docs = np.union1d(docs, near)
+            lexical = lexical_all[docs]
+            contiguity = np.zeros(len(docs), dtype=np.float32)
+            contiguity[np.searchsorted(docs, near)] = lent
     tags = _count(snap, tag_lists)[docs] / n_tags if n_tags else np.zeros(len(docs), dtype=np.float32)
     graph = np.minimum(_count(snap, graph_lists)[docs], 1.0)
     r = config["reinforcement"]
@@ -209,6 +220,7 @@ def _rank(snap: Snapshot, q: Query, config: dict, now: float):
         "lexical": scoring.normalise(lexical),
         "tags": tags,
         "graph": graph,
+        "contiguity": contiguity,
         "strength": np.clip(eff / scoring.MAX_SCORE, 0.0, 1.0),
     }
     return docs, channels, eff, dec, unknown
@@ -277,3 +289,50 @@ def _hit(row: dict[str, Any], parts: dict[str, float], final: float, eff: float,
                effective=round(eff, 6), final=round(final, 6), type=row["type"], value=row["value"],
                status=row["status"], namespace=row["namespace"], decay=round(dec, 6),
                channels={k: round(v, 6) for k, v in parts.items()})
+
+
+_NEIGHBOURS = ((-2, 0.5), (-1, 1.0), (1, 1.0), (2, 0.5))  # (offset in the episode, share of relevance)
+_CONTIGUITY_SOURCES = 100
+
+
+def _episode_order(snap: Snapshot) -> tuple[np.ndarray, np.ndarray]:
+    """Documents sorted by (episode, time) and each document's place in that order (memoised)."""
+    found = snap.memo.get("episode_order")
+    if found is None:
+        order = np.lexsort((snap.ts, snap.codes["episode"]))
+        place = np.empty(len(order), dtype=np.int64)
+        place[order] = np.arange(len(order))
+        found = snap.memo["episode_order"] = (order, place)
+    return found
+
+
+def _contiguity(snap: Snapshot, docs: np.ndarray, relevance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Relevance lent to the neighbours written just before and after a relevant memory in the
+    same episode (session), as recalling an event brings back what surrounded it.
+
+    Returns (neighbour documents, the relevance each is lent: the most any neighbour lends).
+    """
+    empty = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    no_episode = snap.code("episode", "")
+    if len(snap.vocab["episode"]) <= (1 if no_episode >= 0 else 0):
+        return empty  # no memory names an episode
+    best = _top(relevance, _CONTIGUITY_SOURCES)
+    src, value = docs[best], relevance[best]
+    episode = snap.codes["episode"]
+    order, place = _episode_order(snap)
+    near_all, lent_all = [], []
+    for offset, share in _NEIGHBOURS:
+        at = place[src] + offset
+        inside = (at >= 0) & (at < len(order))
+        near, origin = order[at[inside]], src[inside]
+        same = (episode[near] == episode[origin]) & (episode[origin] != no_episode) & (value[inside] > 0)
+        near_all.append(near[same])
+        lent_all.append(value[inside][same] * share)
+    near, lent = np.concatenate(near_all), np.concatenate(lent_all)
+    if not len(near):
+        return empty
+    order_by = np.lexsort((-lent, near))  # per neighbour, the largest loan first
+    near, lent = near[order_by], lent[order_by]
+    first = np.ones(len(near), dtype=bool)
+    first[1:] = near[1:] != near[:-1]
+    return near[first], lent[first]
