@@ -8,28 +8,27 @@ import pytest
 
 from .conftest import REPO
 
+LOCOMO = REPO.parent / "shared" / "data" / "locomo10.json"
 
-def test_recall_benchmark_smoke_writes_every_figure(tmp_path):
-    out = tmp_path / "recall.json"
-    done = subprocess.run([sys.executable, str(REPO / "bench" / "recall.py"), "--smoke", "--json", str(out)],
+
+def smoke(script: str, out) -> dict:
+    """Run a benchmark's --smoke mode and return the figures it wrote."""
+    done = subprocess.run([sys.executable, str(REPO / "bench" / script), "--smoke", "--json", str(out)],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    figures = json.loads(out.read_text(encoding="utf-8"))
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+def test_recall_benchmark_smoke_writes_every_figure(tmp_path):
+    figures = smoke("recall.py", tmp_path / "recall.json")
     for key in ("notes", "index_cold_s", "refresh_s", "open_s", "recall_p50_ms", "recall_p99_ms", "cli_recall_s",
                 "peak_rss_index_mb", "rss_loaded_mb", "sidecar_mb"):
         assert isinstance(figures[key], (int, float)) and figures[key] > 0, key
 
 
-LOCOMO = REPO.parent / "shared" / "data" / "locomo10.json"
-
-
 @pytest.mark.skipif(not LOCOMO.exists(), reason="the LoCoMo data is not beside this checkout (../shared/data)")
 def test_locomo_benchmark_smoke_writes_both_systems(tmp_path):
-    out = tmp_path / "locomo.json"
-    done = subprocess.run([sys.executable, str(REPO / "bench" / "locomo.py"), "--smoke", "--json", str(out)],
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    figures = json.loads(out.read_text(encoding="utf-8"))
+    figures = smoke("locomo.py", tmp_path / "locomo.json")
     assert figures["n_questions"] == 30
     for system in ("vaultmem", "bm25s"):
         overall = figures[system]["overall"]
