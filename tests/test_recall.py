@@ -132,7 +132,7 @@ def test_graph_channel_finds_memories_linked_to_a_named_entity(vault):
 def test_explain_has_every_channel_decay_and_final(vault):
     vault.remember("Grafana dashboard lives at grafana.internal/d/atlas", tags=["ops"])
     [hit] = vault.recall("grafana dashboard")
-    assert set(hit.channels) == {"lexical", "tags", "graph", "contiguity", "strength"}
+    assert set(hit.channels) == {"lexical", "tags", "graph", "source", "episode", "contiguity", "strength"}
     assert 0 < hit.decay <= 1 and hit.final > 0 and hit.effective > 0
     d = hit.to_dict()
     for key in ("id", "path", "title", "content", "tags", "source", "lifecycle", "timestamp", "score",
@@ -162,6 +162,25 @@ def test_contiguity_brings_back_the_neighbours_of_a_recalled_event(vault):
     assert hits["Dinner was grilled sardines"].channels["contiguity"] == 0.5          # two away
     assert "Flew home on Sunday" not in hits                                          # three away
     assert all(h.channels["contiguity"] == 0 for c, h in hits.items() if c.startswith("Unrelated"))
+
+
+def test_a_named_source_lifts_what_it_wrote(vault):
+    vault.remember("I adopted a puppy last week", source="Caroline")
+    vault.remember("I adopted a new workflow last week", source="Melanie")
+    hits = vault.recall("What did Caroline adopt?")
+    assert hits[0].content == "I adopted a puppy last week" and hits[0].channels["source"] == 1.0
+    assert hits[1].channels["source"] == 0.0
+    assert all(h.channels["source"] == 0 for h in vault.recall("what was adopted"))
+
+
+def test_memories_of_a_relevant_episode_rise_together(vault):
+    vault.remember_many([{"text": t, "episode": "s1"} for t in
+                         ("We talked about the marathon", "Training plan for the marathon", "The marathon is in May")])
+    vault.remember_many([{"text": "A plan for the garden", "episode": "s2"},
+                         {"text": "Bought tomato seeds", "episode": "s2"}])
+    hits = {h.content: h for h in vault.recall("marathon training plan")}
+    assert hits["Training plan for the marathon"].channels["episode"] == 1.0
+    assert 0 < hits["A plan for the garden"].channels["episode"] < 1.0
 
 
 def test_recall_never_modifies_a_note(sample):

@@ -50,6 +50,8 @@ ranking:
     tags: 0.5             # share of the query's tags (and tag-named words) the memory carries
     graph: 0.3            # the memory links to an entity the query names (title or alias)
     contiguity: 0.25      # relevance lent by the memories written next to it in the same episode
+    episode: 0.3          # how relevant the memory's whole episode (session) is to the query
+    source: 0.3           # the query names the memory's source ("what did Caroline say …")
     strength: 0.15        # effective score / 10: a prior that orders, never a wall
   recency_weight: 0.6     # strength weight when the query asks for what is recent ("latest", "最近", "上次")
   rrf_k: 60

@@ -216,10 +216,13 @@ def _rank(snap: Snapshot, q: Query, config: dict, now: float):
     age_ref = np.maximum(snap.ts[docs], snap.last_use[docs])
     dec = scoring.decay((now - age_ref) / scoring.SECONDS_PER_HOUR, _half_lives(snap, config["half_life_hours"], docs))
     eff = scoring.strength(snap.score[docs], snap.uses[docs], r["reward"], r["max_reward"]) * dec
+    relevance = scoring.normalise(lexical)
     channels = {
-        "lexical": scoring.normalise(lexical),
+        "lexical": relevance,
         "tags": tags,
         "graph": graph,
+        "source": _source_channel(snap, docs, query_norm),
+        "episode": _episode_relevance(snap, docs, relevance),
         "contiguity": contiguity,
         "strength": np.clip(eff / scoring.MAX_SCORE, 0.0, 1.0),
     }
@@ -336,3 +339,35 @@ def _contiguity(snap: Snapshot, docs: np.ndarray, relevance: np.ndarray) -> tupl
     first = np.ones(len(near), dtype=bool)
     first[1:] = near[1:] != near[:-1]
     return near[first], lent[first]
+
+
+def _episode_relevance(snap: Snapshot, docs: np.ndarray, relevance: np.ndarray) -> np.ndarray:
+    """How relevant each candidate's whole episode (session) is: the summed relevance of its
+    candidates, scaled so the best episode is 1; 0 for memories that name no episode."""
+    codes = snap.codes["episode"][docs]
+    totals = np.bincount(codes, weights=relevance, minlength=len(snap.vocab["episode"]))
+    no_episode = snap.code("episode", "")
+    if no_episode >= 0:
+        totals[no_episode] = 0.0
+    return scoring.normalise(totals)[codes].astype(np.float32)
+
+
+def _source_names(snap: Snapshot) -> list[tuple[re.Pattern[str], int]]:
+    """A pattern per source name (normalised, 3+ characters, whole words for Latin script)."""
+    found = snap.memo.get("source_names")
+    if found is None:
+        found = []
+        for code, name in enumerate(snap.vocab["source"]):
+            norm = text.normalize(name).strip()
+            if len(norm) >= 3:
+                found.append((re.compile(rf"(?<![\w]){re.escape(norm)}(?![\w])" if norm.isascii() else re.escape(norm)),
+                              code))
+        snap.memo["source_names"] = found
+    return found
+
+
+def _source_channel(snap: Snapshot, docs: np.ndarray, query_norm: str) -> np.ndarray:
+    """1 for candidates written by a source the query names ("what did Caroline say …")."""
+    named = [code for pattern, code in _source_names(snap) if query_norm and pattern.search(query_norm)]
+    return np.isin(snap.codes["source"][docs], named).astype(np.float32) if named else np.zeros(len(docs), np.float32)
+
