@@ -3,6 +3,8 @@
 import multiprocessing
 import shutil
 
+import pytest
+
 from vaultmem import Vault, text
 
 from .conftest import write_note
@@ -166,3 +168,29 @@ def test_a_sidecar_from_an_older_schema_is_rebuilt(vault):
     fresh = Vault(vault.root)
     fresh.refresh()
     assert fresh.recall("quokka")[0].id == "X"
+
+
+def test_a_crash_before_the_new_generation_is_repaired_by_the_next_refresh(vault, monkeypatch):
+    from vaultmem.index import Index
+
+    vault.index.compact_min = 5
+    for i in range(20):
+        write_note(vault, f"memories/n{i}.md", f"---\nid: C{i}\n---\ncrash test note {i}\n")
+    real = Index._switch
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt  # the process dies after the rows, before the generation
+
+    monkeypatch.setattr(Index, "_switch", killed)
+    with pytest.raises(KeyboardInterrupt):
+        vault.refresh()
+    monkeypatch.setattr(Index, "_switch", real)
+    assert vault.refresh().compacted  # the flag left behind forces the generation to be built
+    assert len(vault.recall("crash test note", limit=50)) == 20
+
+
+def test_a_full_reindex_rebuilds_everything_and_keeps_answers(sample):
+    before = [h.id for h in sample.recall("合同编号", now=1.8e9, record_access=False)]
+    stats = sample.refresh(force=True)
+    assert stats.read == stats.parsed == stats.scanned > 60
+    assert [h.id for h in sample.recall("合同编号", now=1.8e9, record_access=False)] == before

@@ -201,7 +201,8 @@ def reindex(full: Annotated[bool, typer.Option(help="Re-parse every note, not on
     update, close = _progress("indexing")
     try:
         stats = v.refresh(progress=update, force=full)
-        v.index.compact()
+        if not full:
+            v.index.compact()
     finally:
         close()
     if json_out:

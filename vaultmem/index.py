@@ -30,7 +30,7 @@ import numpy as np
 from . import text
 from .events import log_files, read_new_lines
 from .records import Record, build_records, index_terms
-from .snapshot import COLUMNS, Snapshot, load_snapshot, write_generation
+from .snapshot import COLUMNS, PostingsBuilder, Snapshot, load_snapshot, write_generation
 
 SCHEMA_VERSION = 2
 CHUNK = 512  # files per parse job
@@ -140,10 +140,12 @@ class Index:
                 conn, current = self._conn(), {}
             if current != wanted:
                 self._wipe(conn)
-            conn.executescript(_SCHEMA)
-            with _transaction(conn):
-                for key, value in wanted.items():
-                    conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+            self._create(conn)
+
+    def _create(self, conn: sqlite3.Connection) -> None:
+        conn.executescript(_SCHEMA)
+        with _transaction(conn):
+            self._set_meta(conn, schema_version=SCHEMA_VERSION, tokenizer_version=text.TOKENIZER_VERSION)
 
     @staticmethod
     def _versions(conn: sqlite3.Connection) -> dict[str, str]:
@@ -200,7 +202,10 @@ class Index:
         return found
 
     def refresh(self, progress: Progress | None = None, force: bool = False) -> RefreshStats:
-        """Bring the index in line with the files: parse what changed, drop what is gone."""
+        """Bring the index in line with the files: parse what changed, drop what is gone.
+
+        With force, every note is parsed again and the index rebuilt from scratch.
+        """
         with self._write_lock():
             conn = self._conn()
             stats = RefreshStats()
@@ -209,6 +214,10 @@ class Index:
             files = self.scan()
             stats.scanned = len(files)
             known = {row[0]: row[1:] for row in conn.execute("SELECT path, doc, mtime_ns, size, sha FROM notes")}
+            if force or (not known and len(files) > self.compact_min):
+                self._build_first(conn, files, stats, started, progress)
+                self.fold_events()
+                return stats
             todo = [rel for rel, (_, mtime, size) in files.items()
                     if force or rel not in known or known[rel][1:3] != (mtime, size) or mtime >= racy]
             gone = [rel for rel in known if rel not in files]
@@ -223,6 +232,38 @@ class Index:
             stats.compacted = self._maybe_compact(conn, progress, {r.path: r.terms for r in records} if big else None)
             self.fold_events()
             return stats
+
+    def _build_first(self, conn: sqlite3.Connection, files: dict, stats: RefreshStats, started: int,
+                     progress: Progress | None) -> None:
+        """Index every note from scratch: parse in workers, in path order, while the rows are stored
+        and the postings collected as each chunk arrives, so parsing, storing and postings overlap.
+
+        The old rows go in the same transaction, with the generation pointer: a reader that comes
+        meanwhile finds no generation and waits for this build instead of mixing old and new.
+        """
+        items = [(rel, root.kind, root.folder, mtime, size, "") for rel, (root, mtime, size) in sorted(files.items())]
+        chunks = [items[i:i + CHUNK] for i in range(0, len(items), CHUNK)]
+        postings = PostingsBuilder()
+        columns: dict[str, list] = {name: [] for name in COLUMNS}
+        with _transaction(conn):
+            for table in ("notes", "delta", "tomb"):
+                conn.execute(f"DELETE FROM {table}")
+            conn.execute("DELETE FROM meta WHERE key IN ('generation', 'n_base')")
+            for recs, _ in _map_chunks(str(self.vault_root), chunks, self.defaults):
+                first = postings.n_docs
+                for rec in recs:
+                    postings.add(rec.terms)
+                    for name in COLUMNS:
+                        columns[name].append(getattr(rec, name))
+                conn.executemany(_INSERT_NOTE, [(first + i, *_row(rec)) for i, rec in enumerate(recs)])
+                if progress:
+                    progress(postings.n_docs, len(items))
+            # until the generation below exists, the next refresh must rebuild it from these rows
+            self._set_meta(conn, next_doc=postings.n_docs, checked_ns=started, needs_compaction=1)
+        self._switch(conn, postings, columns, list(range(postings.n_docs)))
+        stats.read = len(items)
+        stats.parsed = stats.added = postings.n_docs
+        stats.compacted = True
 
     def _read_changed(self, todo: list[str], files: dict, known: dict, force: bool,
                       progress: Progress | None) -> tuple[list[Record], list[tuple[int, int, str]]]:
@@ -321,27 +362,31 @@ class Index:
         missing = [row[0] for row in rows if row[1] not in fresh and row[0] not in delta_terms]
         stored = self._stored_records(conn, missing)
 
-        def terms_of(i: int, row: tuple):
+        postings = PostingsBuilder()
+        for i, row in enumerate(rows):
+            terms = fresh.get(row[1])
+            if terms is None:
+                cached = delta_terms.get(row[0])
+                terms = _decode_terms(cached) if cached is not None else index_terms(stored[row[0]])
+            postings.add(terms)
             if progress and i % 4096 == 0:
                 progress(i, len(rows))
-            found = fresh.get(row[1])
-            if found is not None:
-                return found
-            cached = delta_terms.get(row[0])
-            return _decode_terms(cached) if cached is not None else index_terms(stored[row[0]])
-
-        generation = int(self._meta(conn, "generation", "0") or 0) + 1
         columns = {name: [row[2 + i] for row in rows] for i, name in enumerate(COLUMNS)}
-        write_generation(self.cache_dir / f"gen-{generation}", (terms_of(i, r) for i, r in enumerate(rows)),
-                         columns)
+        self._switch(conn, postings, columns, [row[0] for row in rows])
+
+    def _switch(self, conn: sqlite3.Connection, postings: PostingsBuilder, columns: dict[str, list],
+                docs: list[int]) -> None:
+        """Write a new generation and make it current; `docs` are the rows' numbers, which become 0..n-1."""
+        generation = int(self._meta(conn, "generation", "0") or 0) + 1
+        write_generation(self.cache_dir / f"gen-{generation}", postings, columns)
         with _transaction(conn):
-            if any(row[0] != new for new, row in enumerate(rows)):  # a first index is already in order
+            if any(old != new for new, old in enumerate(docs)):  # a first index is already in order
                 conn.execute("UPDATE notes SET doc = -1 - doc")
                 conn.executemany("UPDATE notes SET doc = ? WHERE doc = ?",
-                                 [(new, -1 - old[0]) for new, old in enumerate(rows)])
+                                 [(new, -1 - old) for new, old in enumerate(docs)])
             conn.execute("DELETE FROM delta")
             conn.execute("DELETE FROM tomb")
-            self._set_meta(conn, generation=generation, n_base=len(rows), next_doc=len(rows), needs_compaction=0,
+            self._set_meta(conn, generation=generation, n_base=len(docs), next_doc=len(docs), needs_compaction=0,
                            version=int(self._meta(conn, "version", "0")) + 1)
         self._drop_old_generations(generation)
 

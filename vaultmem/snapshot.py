@@ -8,7 +8,6 @@ import os
 import shutil
 from array import array
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,17 +24,56 @@ _EMPTY_DOCS = np.zeros(0, dtype=np.uint32)
 _EMPTY_TF = np.zeros(0, dtype=np.uint16)
 
 
-def write_generation(folder: Path, terms: Iterable[Counter], columns: dict[str, list]) -> None:
+class PostingsBuilder:
+    """Collects documents' term counts, in document order, into flat arrays (never a dict of lists)."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.term_ids = array("i")
+        self.docs = array("I")
+        self.tfs = array("I")
+        self.n_docs = 0
+
+    def add(self, terms: Counter) -> None:
+        """Append the next document's terms."""
+        ids = self.ids
+        self.term_ids.extend([ids.setdefault(t, len(ids)) for t in terms])
+        self.docs.extend([self.n_docs] * len(terms))
+        self.tfs.extend(terms.values())
+        self.n_docs += 1
+
+    def write(self, folder: Path) -> None:
+        """Sorted term blob + offsets, and per-term runs of (doc, tf), documents ascending."""
+        encoded = [t.encode("utf-8") for t in self.ids]
+        order = sorted(range(len(encoded)), key=encoded.__getitem__)
+        rank = np.empty(len(encoded), dtype=np.int32)
+        rank[order] = np.arange(len(encoded), dtype=np.int32)
+        term_rank = rank[np.frombuffer(self.term_ids, dtype=np.int32)] if self.term_ids else np.zeros(0, np.int32)
+        perm = np.argsort(term_rank, kind="stable")
+        doc_arr = np.frombuffer(self.docs, dtype=np.uint32) if self.docs else np.zeros(0, dtype=np.uint32)
+        tf_arr = np.minimum(np.frombuffer(self.tfs, dtype=np.uint32), 65535).astype(np.uint16)
+        counts = np.bincount(term_rank, minlength=len(encoded))
+        lengths = np.array([len(encoded[i]) for i in order], dtype=np.int64)
+        (folder / "terms.bin").write_bytes(b"".join(encoded[i] for i in order))
+        np.save(folder / "term_off.npy", np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64))
+        np.save(folder / "post_off.npy", np.concatenate([[0], np.cumsum(counts)]).astype(np.int64))
+        np.save(folder / "post_doc.npy", doc_arr[perm])
+        np.save(folder / "post_tf.npy", tf_arr[perm])
+        doclen = np.bincount(doc_arr, weights=tf_arr, minlength=self.n_docs) if self.n_docs else np.zeros(0)
+        np.save(folder / "doclen.npy", doclen.astype(np.float32))
+
+
+def write_generation(folder: Path, postings: PostingsBuilder, columns: dict[str, list]) -> None:
     """Write one generation atomically (a temp folder renamed into place).
 
     Args:
-        terms: the terms of document 0, 1, 2 … in order (consumed once, never held all at once).
+        postings: the terms of documents 0, 1, 2 …
         columns: every name of COLUMNS -> one value per document.
     """
     tmp = folder.with_name(folder.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    _write_postings(tmp, terms)
+    postings.write(tmp)
     np.save(tmp / "score.npy", np.asarray(columns["score"], dtype=np.float32))
     np.save(tmp / "ts.npy", np.asarray(columns["ts"], dtype=np.float64))
     vocab = {}
@@ -50,40 +88,6 @@ def write_generation(folder: Path, terms: Iterable[Counter], columns: dict[str, 
         fsync_path(path)
     shutil.rmtree(folder, ignore_errors=True)
     os.replace(tmp, folder)
-
-
-def _write_postings(folder: Path, terms_per_doc: Iterable[Counter]) -> None:
-    """Sorted term blob + offsets, and per-term runs of (doc, tf), documents ascending."""
-    ids: dict[str, int] = {}
-    term_ids = array("i")
-    docs = array("I")
-    tfs = array("I")
-    n_docs = 0
-    for doc, terms in enumerate(terms_per_doc):
-        term_ids.extend([ids.setdefault(t, len(ids)) for t in terms])
-        docs.extend([doc] * len(terms))
-        tfs.extend(terms.values())
-        n_docs = doc + 1
-    encoded = [t.encode("utf-8") for t in ids]
-    del ids
-    order = sorted(range(len(encoded)), key=encoded.__getitem__)
-    rank = np.empty(len(encoded), dtype=np.int32)
-    rank[order] = np.arange(len(encoded), dtype=np.int32)
-    term_rank = rank[np.frombuffer(term_ids, dtype=np.int32)] if len(term_ids) else np.zeros(0, dtype=np.int32)
-    del term_ids
-    perm = np.argsort(term_rank, kind="stable")
-    doc_arr = np.frombuffer(docs, dtype=np.uint32) if len(docs) else np.zeros(0, dtype=np.uint32)
-    tf_arr = np.minimum(np.frombuffer(tfs, dtype=np.uint32), 65535).astype(np.uint16)
-    counts = np.bincount(term_rank, minlength=len(encoded))
-    blob = b"".join(encoded[i] for i in order)
-    lengths = np.array([len(encoded[i]) for i in order], dtype=np.int64)
-    (folder / "terms.bin").write_bytes(blob)
-    np.save(folder / "term_off.npy", np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64))
-    np.save(folder / "post_off.npy", np.concatenate([[0], np.cumsum(counts)]).astype(np.int64))
-    np.save(folder / "post_doc.npy", doc_arr[perm])
-    np.save(folder / "post_tf.npy", tf_arr[perm])
-    doclen = np.bincount(doc_arr, weights=tf_arr, minlength=n_docs) if n_docs else np.zeros(0)
-    np.save(folder / "doclen.npy", doclen.astype(np.float32))
 
 
 @dataclass
