@@ -194,3 +194,13 @@ def test_a_full_reindex_rebuilds_everything_and_keeps_answers(sample):
     stats = sample.refresh(force=True)
     assert stats.read == stats.parsed == stats.scanned > 60
     assert [h.id for h in sample.recall("合同编号", now=1.8e9, record_access=False)] == before
+
+
+def test_a_symlinked_note_is_never_read(vault, tmp_path):
+    import os
+
+    secret = tmp_path / "outside.md"
+    secret.write_text("---\nid: SECRET\n---\nthe root password is hunter2\n", encoding="utf-8")
+    os.symlink(secret, vault.root / "memories" / "innocent.md")
+    vault.refresh()
+    assert vault.recall("root password") == []

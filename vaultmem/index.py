@@ -17,6 +17,7 @@ import fcntl
 import os
 import shutil
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -196,9 +197,8 @@ class Index:
         found: dict[str, tuple[ScanRoot, int, int]] = {}
         prefix = len(str(self.vault_root)) + 1
         for root in self.roots:
-            for path, st in _walk(str(root.path)):
-                rel = path[prefix:].replace(os.sep, "/")
-                found[rel] = (root, st.st_mtime_ns, st.st_size)
+            for path, mtime, size in _walk(str(root.path)):
+                found[path[prefix:] if os.sep == "/" else path[prefix:].replace(os.sep, "/")] = (root, mtime, size)
         return found
 
     def refresh(self, progress: Progress | None = None, force: bool = False) -> RefreshStats:
@@ -213,15 +213,15 @@ class Index:
             racy = int(self._meta(conn, "checked_ns", "0")) - RACY_NS
             files = self.scan()
             stats.scanned = len(files)
-            known = {row[0]: row[1:] for row in conn.execute("SELECT path, doc, mtime_ns, size, sha FROM notes")}
+            known = {path: (mtime, size) for path, mtime, size in conn.execute("SELECT path, mtime_ns, size FROM notes")}
             if force or (not known and len(files) > self.compact_min):
                 self._build_first(conn, files, stats, started, progress)
                 self.fold_events()
                 return stats
-            todo = [rel for rel, (_, mtime, size) in files.items()
-                    if force or rel not in known or known[rel][1:3] != (mtime, size) or mtime >= racy]
-            gone = [rel for rel in known if rel not in files]
-            records, restamped = self._read_changed(todo, files, known, force, progress)
+            todo = [rel for rel, (_, mtime, size) in files.items() if known.get(rel) != (mtime, size) or mtime >= racy]
+            gone = list(known.keys() - files.keys())
+            shas = self._shas(conn, [rel for rel in todo if rel in known])
+            records, restamped = self._read_changed(todo, files, shas, progress)
             stats.read = len(todo)
             stats.parsed = len(records)
             stats.added = sum(1 for rec in records if rec.path not in known)
@@ -232,6 +232,16 @@ class Index:
             stats.compacted = self._maybe_compact(conn, progress, {r.path: r.terms for r in records} if big else None)
             self.fold_events()
             return stats
+
+    @staticmethod
+    def _shas(conn: sqlite3.Connection, paths: list[str]) -> dict[str, str]:
+        """Stored content hashes of these notes."""
+        out: dict[str, str] = {}
+        for start in range(0, len(paths), 900):
+            part = paths[start:start + 900]
+            marks = ",".join("?" * len(part))
+            out.update(conn.execute(f"SELECT path, sha FROM notes WHERE path IN ({marks})", part))
+        return out
 
     def _build_first(self, conn: sqlite3.Connection, files: dict, stats: RefreshStats, started: int,
                      progress: Progress | None) -> None:
@@ -265,14 +275,14 @@ class Index:
         stats.parsed = stats.added = postings.n_docs
         stats.compacted = True
 
-    def _read_changed(self, todo: list[str], files: dict, known: dict, force: bool,
+    def _read_changed(self, todo: list[str], files: dict, shas: dict[str, str],
                       progress: Progress | None) -> tuple[list[Record], list[tuple[int, int, str]]]:
         """Records of the files whose bytes changed; the others only get their stat cache moved.
 
-        Large refreshes (a first index, a reindex) parse in worker processes, one per core.
+        Large refreshes parse in worker processes, one per core.
         """
-        items = [(rel, files[rel][0].kind, files[rel][0].folder, files[rel][1], files[rel][2],
-                  "" if force or rel not in known else known[rel][3]) for rel in todo]
+        items = [(rel, files[rel][0].kind, files[rel][0].folder, files[rel][1], files[rel][2], shas.get(rel, ""))
+                 for rel in todo]
         chunks = [items[i:i + CHUNK] for i in range(0, len(items), CHUNK)]
         root = str(self.vault_root)
         records: list[Record] = []
@@ -526,19 +536,33 @@ def _transaction(conn: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE"):
 
 
 def _walk(folder: str):
-    """Markdown files below a folder (string paths: pathlib costs more than the stat), skipping
-    hidden entries; yields (path, stat)."""
-    try:
-        entries = list(os.scandir(folder))
-    except (FileNotFoundError, NotADirectoryError, PermissionError):
-        return
-    for entry in entries:
-        if entry.name.startswith("."):
+    """Markdown files below a folder, hidden entries and symbolic links skipped: (path, mtime_ns, size).
+
+    Plain strings and an explicit stack: at 100k notes, pathlib and nested generators cost more
+    than the stat calls themselves.
+    """
+    stack = [folder]
+    while stack:
+        try:
+            entries = os.scandir(stack.pop())
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
             continue
-        if entry.is_dir(follow_symlinks=False):
-            yield from _walk(entry.path)
-        elif entry.name.endswith(".md") and entry.is_file():
-            yield entry.path, entry.stat()
+        with entries:
+            for entry in entries:
+                name = entry.name
+                if name.startswith("."):
+                    continue
+                if name.endswith(".md"):
+                    if entry.is_symlink():
+                        continue  # might point outside the vault: never read through a link
+                    try:
+                        st = entry.stat()
+                    except OSError:
+                        continue  # removed while we looked, or a broken link
+                    if stat.S_ISREG(st.st_mode):
+                        yield entry.path, st.st_mtime_ns, st.st_size
+                elif entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
 
 
 def _row(rec: Record) -> tuple:
