@@ -204,3 +204,16 @@ def test_a_symlinked_note_is_never_read(vault, tmp_path):
     os.symlink(secret, vault.root / "memories" / "innocent.md")
     vault.refresh()
     assert vault.recall("root password") == []
+
+
+def test_a_large_first_index_parses_in_worker_processes(vault, monkeypatch):
+    from vaultmem import index
+
+    monkeypatch.setattr(index, "CHUNK", 8)  # 60 notes -> 8 chunks: enough to start the pool
+    vault.index.compact_min = 10
+    for i in range(60):
+        write_note(vault, f"memories/sub{i % 3}/w{i}.md", f"---\nid: W{i}\ntags: [batch{i % 2}]\n---\nworker note {i}\n")
+    stats = vault.refresh()
+    assert (stats.parsed, stats.compacted) == (60, True)
+    assert len(vault.recall(tags=["batch1"], limit=100)) == 30
+    assert vault.recall("worker note 42")[0].id == "W42"

@@ -590,8 +590,11 @@ def _map_chunks(root: str, chunks: list[list[tuple]], defaults: dict[str, Any]):
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    # forkserver: safe in a multi-threaded host process (an agent, a server), unlike fork
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver")) as pool:
+    # forkserver: safe in a multi-threaded host process (an agent, a server), unlike fork; the
+    # server preloads the parser so each worker starts without importing it again
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["vaultmem.records"])
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
         yield from pool.map(build_records, [root] * len(chunks), chunks, [defaults] * len(chunks))
 
 
