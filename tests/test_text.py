@@ -93,6 +93,16 @@ def test_full_width_id_equals_ascii_id():
     assert terms("ＣＴ２０２４") == terms("CT2024") == ["ct2024"]
 
 
+def test_hyphenated_words_count_as_their_parts():
+    assert terms("dairy-free") == ["dairi", "free"]
+    assert terms("well-known author") == ["well", "known", "author"]
+    assert matches("dairy free", "She went dairy-free")
+
+
+def test_hyphenated_word_with_a_one_letter_part_stays_whole():
+    assert terms("x-ray") == ["x-ray", "ray"]
+
+
 def test_hostname_and_email_split_into_parts():
     found = terms("mail zhangsan@example.com via api.example.com")
     assert {"zhangsan", "example.com", "api.example.com", "api", "com"} <= set(found)
@@ -109,6 +119,12 @@ def test_stopwords_and_single_letters_dropped_digits_kept():
 
 def test_apostrophes_do_not_leave_fragments():
     assert terms("Zhang's report isn't done") == ["zhang", "report"]
+
+
+def test_month_may_is_a_term():
+    assert "may" not in STOPWORDS
+    assert terms("May 2022") == ["may", "2022"]
+    assert matches("in May", "(8 May, 2023) Caroline: hi")
 
 
 def test_terms_repeat_for_term_frequency():
@@ -153,16 +169,62 @@ def test_other_scripts_are_words():
         ("complete", "completely", "completed"),
         ("status", "statuses"),
         ("process", "processes", "processed", "processing"),
+        ("go", "goes", "going", "went", "gone"),
+        ("ski", "skis"),
+        ("ferrari", "ferraris"),
+        ("taxi", "taxis"),
     ],
 )
 def test_stem_folds_inflections(forms):
     assert len({stem(form) for form in forms}) == 1
 
 
+def test_stem_of_go_forms():
+    assert stem("going") == stem("goes") == stem("go") == "go"
+
+
+@pytest.mark.parametrize("word", ["analysis", "basis", "crisis", "class", "bus", "status"])
+def test_stem_keeps_singulars_in_s(word):
+    assert stem(word) == word
+
+
+@pytest.mark.parametrize(
+    "forms",
+    [
+        ("help", "helps", "helpful", "helpfully"),
+        ("peace", "peaceful"),
+        ("care", "careful", "carefully"),
+        ("symbol", "symbols", "symbolize", "symbolizes", "symbolized"),
+        ("recommend", "recommended", "recommendation", "recommendations"),
+        ("collaborate", "collaborated", "collaborating", "collaboration"),
+        ("frustrate", "frustrated", "frustrating", "frustration"),
+        ("inspire", "inspired", "inspiring", "inspiration"),
+        ("realize", "realized", "realizes", "realization"),
+        ("organize", "organized", "organization", "organizations"),
+        ("participate", "participating", "participation"),
+        ("create", "creating", "creation"),
+        ("educate", "education"),
+        ("discuss", "discussed", "discussion", "discussions"),
+        ("collect", "collecting", "collection"),
+    ],
+)
+def test_stem_folds_derived_words(forms):
+    assert len({stem(form) for form in forms}) == 1
+
+
+def test_stem_of_derived_words():
+    assert stem("helpful") == stem("help") == "help"
+    assert stem("frustration") == stem("frustrating") == "frustr"
+    assert stem("recommendations") == stem("recommend") == "recommend"
+    assert stem("symbolizes") == stem("symbol") == "symbol"
+
+
 @pytest.mark.parametrize(
     ("apart", "other"),
     [("hope", "hop"), ("note", "not"), ("speed", "spe"), ("thing", "th"), ("family", "fam"),
-     ("apply", "app"), ("analysis", "analysi"), ("bus", "bu")],
+     ("apply", "app"), ("analysis", "analysi"), ("bus", "bu"), ("station", "state"),
+     ("nation", "nate"), ("organ", "organize"), ("real", "realize"), ("passion", "pass"),
+     ("mission", "miss"), ("action", "act"), ("awful", "aw")],
 )
 def test_stem_keeps_distinct_words_apart(apart, other):
     assert stem(apart) != stem(other)

@@ -26,7 +26,7 @@ __all__ = [
     "terms",
 ]
 
-TOKENIZER_VERSION: int = 1
+TOKENIZER_VERSION: int = 2
 """Bump on any change of terms() output: a stored index with another version is rebuilt."""
 
 _ENGLISH_STOPWORDS = """
@@ -36,7 +36,7 @@ i me my mine myself we us our ours ourselves you your yours yourself yourselves
 he him his himself she her hers herself it its itself they them their theirs themselves
 what when where who whom whose which why how whatever whoever whichever
 be am is are was were been being have has had having do does did doing done
-can could may might must shall should will would ought
+can could might must shall should will would ought
 not nor don doesn didn isn aren wasn weren hasn haven hadn wouldn couldn shouldn mustn ll ve re
 about above across after against along among amongst around at before behind below beneath
 beside besides between beyond by down during except for from in inside into near of off on onto
@@ -54,7 +54,10 @@ _CJK_STOPWORDS = """
 の は が を に で と も へ や か ね よ
 """
 STOPWORDS: frozenset[str] = frozenset((_ENGLISH_STOPWORDS + _CJK_STOPWORDS).split())
-"""English words dropped as terms; CJK characters dropped only when they stand alone."""
+"""English words dropped as terms; CJK characters dropped only when they stand alone.
+
+"may" is not one: the month ("May 2022") outweighs the modal verb.
+"""
 
 # Han (with 々〆〇), kana (without the ・ separator), Hangul; \w covers every other script.
 _CJK = (
@@ -66,6 +69,10 @@ _CJK_RUN = re.compile(f"([{_CJK}]+)")
 # A word may hold '-' or '.' between word characters: ids, dates and hostnames also stay whole.
 _WORD = re.compile(r"\w+(?:[-.]\w+)*")
 _JOINERS = re.compile(r"[-._]+")
+# Hyphenated letters (dairy-free) count as their parts only, not also whole: the compound then
+# weighs no more than its words would. Ids, codes and hostnames (CT2024-0876, ERR_4031,
+# api.example.com) and words with a one-letter part (x-ray) are also kept whole.
+_PLAIN_COMPOUND = re.compile(r"[^\W\d_]{2,}(?:-[^\W\d_]{2,})+")
 # Common full-width punctuation in Chinese text; replacing it first spares a full NFKC pass.
 _FULL_WIDTH = {c: unicodedata.normalize("NFKC", c) for c in "，：；！？（）～\u3000"}
 
@@ -83,10 +90,17 @@ _IRREGULAR_BASES = {
     "teach": "taught", "tell": "told", "sell": "sold", "feel": "felt", "keep": "kept",
     "build": "built", "write": "wrote written", "choose": "chose chosen",
     "give": "gave given", "take": "took taken", "run": "ran", "begin": "began begun",
-    "get": "got gotten", "use": "used using", "child": "children", "man": "men",
-    "woman": "women", "person": "people", "foot": "feet", "tooth": "teeth",
+    "get": "got gotten", "go": "goes going went gone", "use": "used using",
+    "child": "children", "man": "men", "woman": "women", "person": "people", "foot": "feet",
+    "tooth": "teeth",
 }
 _IRREGULAR: dict[str, str] = {}  # form -> stem of its base; filled once stem() exists
+_FUL = re.compile(r"([a-z]{3,})ful")
+# Derivational endings, dropped in turn when enough of the root is left (station, organ and real
+# stay): -ation/-ction/-ssion lose -ion, -ate its -at (collaboration -> collabor), -ize its -iz.
+_DERIVATIONS = tuple(
+    map(re.compile, (r"([a-z]{3,}(?:at|ct)|[a-z]{4,}ss)ion", r"([a-z]{5,})at", r"([a-z]{6,})iz"))
+)
 
 
 def normalize(text: str) -> str:
@@ -153,13 +167,14 @@ def stem(word: str) -> str:
 
     Only ASCII-letter words of three or more letters change, and never below three letters:
     plurals and -ies, -ed/-ied, -ing, -ly (not -bly/-ply/-fly/-ily/-aly/-oly), a silent final 'e',
-    consonant+y as 'i', and a short table of irregular forms (met -> meet, ran -> run).
+    consonant+y as 'i', and a short table of irregular forms (met -> meet, ran -> run); then the
+    derivational endings -ful, -ion, -ate and -ize (helpful -> help, frustration -> frustr).
     """
     if len(word) < 3 or not (word.isascii() and word.isalpha()):
         return word
     if word in _IRREGULAR:
         return _IRREGULAR[word]
-    return _finish(*_strip_suffix(_strip_plural(word)))
+    return _derive(_finish(*_strip_suffix(_strip_plural(word))))
 
 
 def _nfkc(text: str) -> str:
@@ -191,12 +206,12 @@ _index_chunk_terms = lru_cache(maxsize=1 << 15)(_chunk_terms)
 
 
 def _word_terms(word: str, keep_stopwords: bool) -> tuple[str, ...]:
-    """Return the terms of one word: its stem, or a compound id whole and in parts."""
+    """Return the terms of one word: its stem, or a compound in parts and, if an id, whole."""
     word = word.strip("-._")
     parts = _JOINERS.split(word)
     if len(parts) == 1:
         return _simple_terms(word, keep_stopwords)
-    found = [word]
+    found = [word] if _PLAIN_COMPOUND.fullmatch(word) is None else []
     for part in parts:
         found.extend(_simple_terms(part, keep_stopwords))
     return tuple(found)
@@ -224,10 +239,13 @@ def _link_text(match: re.Match[str]) -> str:
 
 
 def _strip_plural(word: str) -> str:
-    """Return word without a plural/third-person -s (parties -> parti, boxes -> boxe)."""
+    """Return word without a plural/third-person -s (parties -> parti, boxes -> boxe, skis -> ski).
+
+    Words in -ss, -us and -sis (class, bus, analysis) are singular.
+    """
     if word.endswith("ies") and len(word) > 4:
         return word[:-3] + "i"
-    if word.endswith("s") and not word.endswith(("ss", "us", "is")) and len(word) > 3:
+    if word.endswith("s") and not word.endswith(("ss", "us", "sis")) and len(word) > 3:
         return word[:-1]
     return word
 
@@ -261,6 +279,16 @@ def _finish(word: str, lost_ending: bool) -> str:
         return word[:-1]  # create/created -> creat, deadline -> deadlin
     if word.endswith("y") and word[-2] not in _VOWELS:
         return word[:-1] + "i"  # party/parties -> parti
+    return word
+
+
+def _derive(word: str) -> str:
+    """Return an inflection-free stem without its derivational endings (-ful, -ion, -ate, -ize)."""
+    if match := _FUL.fullmatch(word):
+        return stem(match[1])  # helpful -> help, peaceful -> peac (as peace)
+    for pattern in _DERIVATIONS:
+        if match := pattern.fullmatch(word):
+            word = match[1]
     return word
 
 
