@@ -363,24 +363,34 @@ class Index:
             self._compact(self._conn(), progress, {})
 
     def _compact(self, conn: sqlite3.Connection, progress: Progress | None, fresh: dict[str, Any]) -> None:
-        """Write a new generation of every live note, renumbering notes densely by path.
+        """Write a new generation of every live note, renumbered densely in document order.
 
-        Terms come from `fresh` (just parsed), else the delta, else the stored text re-tokenised.
+        Notes unchanged since the current generation keep their postings (carried over in numpy,
+        never re-read); the others' terms come from `fresh` (just parsed), else the delta, else
+        their stored text re-tokenised.
         """
-        rows = conn.execute(f"SELECT doc, path, {', '.join(COLUMNS)} FROM notes ORDER BY path").fetchall()
+        rows = conn.execute(f"SELECT doc, path, {', '.join(COLUMNS)} FROM notes ORDER BY doc").fetchall()
+        generation = self._meta(conn, "generation")
+        n_base = int(self._meta(conn, "n_base", "0")) if generation else 0
+        base = self.cache_dir / f"gen-{generation}"
+        if n_base and not base.is_dir():
+            n_base = 0  # the generation's files are gone: rebuild every note's terms
+        carried = [row[0] for row in rows if row[0] < n_base]
+        rest = rows[len(carried):]
         delta_terms = dict(conn.execute("SELECT doc, terms FROM delta"))
-        missing = [row[0] for row in rows if row[1] not in fresh and row[0] not in delta_terms]
+        missing = [row[0] for row in rest if row[1] not in fresh and row[0] not in delta_terms]
         stored = self._stored_records(conn, missing)
-
         postings = PostingsBuilder()
-        for i, row in enumerate(rows):
+        if carried:
+            postings.carry(base, np.asarray(carried, dtype=np.int64))
+        for i, row in enumerate(rest):
             terms = fresh.get(row[1])
             if terms is None:
                 cached = delta_terms.get(row[0])
                 terms = _decode_terms(cached) if cached is not None else index_terms(stored[row[0]])
             postings.add(terms)
             if progress and i % 4096 == 0:
-                progress(i, len(rows))
+                progress(len(carried) + i, len(rows))
         columns = {name: [row[2 + i] for row in rows] for i, name in enumerate(COLUMNS)}
         self._switch(conn, postings, columns, [row[0] for row in rows])
 

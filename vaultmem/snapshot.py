@@ -33,6 +33,21 @@ class PostingsBuilder:
         self.docs = array("I")
         self.tfs = array("I")
         self.n_docs = 0
+        self._carried: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def carry(self, folder: Path, keep: np.ndarray) -> None:
+        """Start from an existing generation's postings, keeping its documents `keep` (ascending)
+        as documents 0 … len(keep)-1: no note is read or tokenised again."""
+        gen, _, _ = _load_generation(folder)
+        off, blob = gen.term_off, gen.blob
+        self.ids = {bytes(blob[off[i]:off[i + 1]]).decode("utf-8"): i for i in range(len(off) - 1)}
+        renumber = np.full(int(gen.post_doc.max()) + 1 if len(gen.post_doc) else 0, -1, dtype=np.int64)
+        renumber[keep] = np.arange(len(keep))
+        term_of = np.repeat(np.arange(len(off) - 1, dtype=np.int32), np.diff(gen.post_off))
+        new_doc = renumber[gen.post_doc] if len(renumber) else np.zeros(0, dtype=np.int64)
+        alive = new_doc >= 0
+        self._carried = (term_of[alive], new_doc[alive].astype(np.uint32), gen.post_tf[alive].astype(np.uint32))
+        self.n_docs = len(keep)
 
     def add(self, terms: Counter) -> None:
         """Append the next document's terms."""
@@ -42,24 +57,35 @@ class PostingsBuilder:
         self.tfs.extend(terms.values())
         self.n_docs += 1
 
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        added = (np.frombuffer(self.term_ids, dtype=np.int32) if self.term_ids else np.zeros(0, np.int32),
+                 np.frombuffer(self.docs, dtype=np.uint32) if self.docs else np.zeros(0, np.uint32),
+                 np.frombuffer(self.tfs, dtype=np.uint32) if self.tfs else np.zeros(0, np.uint32))
+        if self._carried is None:
+            return added
+        return tuple(np.concatenate(pair) for pair in zip(self._carried, added))  # type: ignore[return-value]
+
     def write(self, folder: Path) -> None:
-        """Sorted term blob + offsets, and per-term runs of (doc, tf), documents ascending."""
+        """Sorted term blob + offsets, and per-term runs of (doc, tf), documents ascending; terms
+        left with no document are dropped."""
+        term_ids, docs, tfs = self._arrays()
         encoded = [t.encode("utf-8") for t in self.ids]
-        order = sorted(range(len(encoded)), key=encoded.__getitem__)
+        order = sorted(range(len(encoded)), key=encoded.__getitem__)  # nearly sorted when carried
         rank = np.empty(len(encoded), dtype=np.int32)
         rank[order] = np.arange(len(encoded), dtype=np.int32)
-        term_rank = rank[np.frombuffer(self.term_ids, dtype=np.int32)] if self.term_ids else np.zeros(0, np.int32)
-        perm = np.argsort(term_rank, kind="stable")
-        doc_arr = np.frombuffer(self.docs, dtype=np.uint32) if self.docs else np.zeros(0, dtype=np.uint32)
-        tf_arr = np.minimum(np.frombuffer(self.tfs, dtype=np.uint32), 65535).astype(np.uint16)
-        counts = np.bincount(term_rank, minlength=len(encoded))
-        lengths = np.array([len(encoded[i]) for i in order], dtype=np.int64)
-        (folder / "terms.bin").write_bytes(b"".join(encoded[i] for i in order))
+        term_rank = rank[term_ids]
+        perm = np.lexsort((docs, term_rank))
+        counts = np.bincount(term_rank, minlength=len(encoded))  # by rank
+        nonempty = np.flatnonzero(counts)
+        used = [order[r] for r in nonempty]
+        lengths = np.array([len(encoded[i]) for i in used], dtype=np.int64)
+        tf_arr = np.minimum(tfs, 65535).astype(np.uint16)
+        (folder / "terms.bin").write_bytes(b"".join(encoded[i] for i in used))
         np.save(folder / "term_off.npy", np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64))
-        np.save(folder / "post_off.npy", np.concatenate([[0], np.cumsum(counts)]).astype(np.int64))
-        np.save(folder / "post_doc.npy", doc_arr[perm])
+        np.save(folder / "post_off.npy", np.concatenate([[0], np.cumsum(counts[nonempty])]).astype(np.int64))
+        np.save(folder / "post_doc.npy", docs[perm].astype(np.uint32))
         np.save(folder / "post_tf.npy", tf_arr[perm])
-        doclen = np.bincount(doc_arr, weights=tf_arr, minlength=self.n_docs) if self.n_docs else np.zeros(0)
+        doclen = np.bincount(docs, weights=tf_arr, minlength=self.n_docs) if self.n_docs else np.zeros(0)
         np.save(folder / "doclen.npy", doclen.astype(np.float32))
 
 
