@@ -34,3 +34,10 @@ def test_locomo_benchmark_smoke_writes_both_systems(tmp_path):
         overall = figures[system]["overall"]
         assert set(overall) == {"R@5", "R@10", "Full@5", "Full@10", "MRR"}
         assert all(0.0 <= value <= 1.0 for value in overall.values())
+
+
+def test_peers_benchmark_smoke_hashes_the_vault_and_finds_no_change(tmp_path):
+    figures = smoke("peers.py", tmp_path / "peers.json")
+    vaultmem = figures["tools"]["vaultmem"]
+    assert vaultmem["files_touched"] == 0 and vaultmem["edit_found"] is True
+    assert vaultmem["index_s"] > 0 and vaultmem["warm_p50_ms"] > 0
