@@ -35,10 +35,10 @@ def test_strength_rewards_use_with_a_cap():
 def test_effective_counts_from_the_last_use_not_the_write():
     hour = 3600.0
     now = 1000 * hour
-    written_long_ago = scoring.effective(8.0, 0, now - 60 * hour, 0.0, now, 30.0, 0.5, 5.0)
-    used_just_now = scoring.effective(8.0, 1, now - 60 * hour, now, now, 30.0, 0.5, 5.0)
-    assert written_long_ago == pytest.approx(2.0)
-    assert used_just_now == pytest.approx(8.5)
+    written_long_ago, factor = scoring.effective(8.0, 0, now - 60 * hour, 0.0, now, 30.0, 0.5, 5.0)
+    used_just_now, fresh = scoring.effective(8.0, 1, now - 60 * hour, now, now, 30.0, 0.5, 5.0)
+    assert (written_long_ago, factor) == (pytest.approx(2.0), pytest.approx(0.25))
+    assert (used_just_now, fresh) == (pytest.approx(8.5), pytest.approx(1.0))
 
 
 def test_bm25_grows_with_tf_and_shrinks_with_frequency():

@@ -213,9 +213,8 @@ def _rank(snap: Snapshot, q: Query, config: dict, now: float):
     tags = _count(snap, tag_lists)[docs] / n_tags if n_tags else np.zeros(len(docs), dtype=np.float32)
     graph = np.minimum(_count(snap, graph_lists)[docs], 1.0)
     r = config["reinforcement"]
-    age_ref = np.maximum(snap.ts[docs], snap.last_use[docs])
-    dec = scoring.decay((now - age_ref) / scoring.SECONDS_PER_HOUR, _half_lives(snap, config["half_life_hours"], docs))
-    eff = scoring.strength(snap.score[docs], snap.uses[docs], r["reward"], r["max_reward"]) * dec
+    eff, dec = scoring.effective(snap.score[docs], snap.uses[docs], snap.ts[docs], snap.last_use[docs], now,
+                                 _half_lives(snap, config["half_life_hours"], docs), r["reward"], r["max_reward"])
     relevance = scoring.normalise(lexical)
     channels = {
         "lexical": relevance,

@@ -49,16 +49,18 @@ def strength(score: np.ndarray | float, uses: np.ndarray | float, reward: float,
 
 def effective(score: np.ndarray | float, uses: np.ndarray | float, written: np.ndarray | float,
               last_use: np.ndarray | float, now: float, half_life: np.ndarray | float,
-              reward: float, max_reward: float) -> np.ndarray:
+              reward: float, max_reward: float) -> tuple[np.ndarray, np.ndarray]:
     """Strength decayed from the later of write and last use (reading resets the clock).
 
     Args:
         written, last_use, now: POSIX seconds (last_use 0 when never used).
         half_life: hours (inf for permanent).
+    Returns:
+        (effective score, the decay factor applied).
     """
     t_ref = np.maximum(written, last_use)
-    age_hours = (now - t_ref) / SECONDS_PER_HOUR
-    return strength(score, uses, reward, max_reward) * decay(age_hours, half_life)
+    factor = decay((now - t_ref) / SECONDS_PER_HOUR, half_life)
+    return strength(score, uses, reward, max_reward) * factor, factor
 
 
 def idf(df: int, n_docs: int) -> float:

@@ -192,9 +192,6 @@ class Snapshot:
         except ValueError:
             return -1
 
-    def value(self, column: str, doc: int) -> str:
-        """The categorical value of one document."""
-        return self.vocab[column][self.codes[column][doc]]
 
 
 def _load_generation(folder: Path) -> tuple[_Generation, dict[str, np.ndarray], dict[str, list[str]]]:
