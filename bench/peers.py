@@ -224,10 +224,11 @@ def _version(python: Path, dist: str) -> str:
 
 
 def _python_312(explicit: str | None) -> str | None:
-    """An interpreter >= 3.12 for basic-memory: --peer-python, python3.1x on PATH, or pyenv's."""
-    found = [explicit] if explicit else []
-    found += [shutil.which(f"python3.{minor}") for minor in range(14, 11, -1)]
-    found += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[2-9]*/bin/python3")), reverse=True)
+    """An interpreter >= 3.12 for basic-memory: --peer-python alone when given, else python3.1x on
+    PATH, else pyenv's."""
+    found = [explicit] if explicit else [shutil.which(f"python3.{minor}") for minor in range(14, 11, -1)]
+    if not explicit:
+        found += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[2-9]*/bin/python3")), reverse=True)
     check = "import sys; sys.exit(sys.version_info < (3, 12))"
     for python in filter(None, found):
         with contextlib.suppress(StepFailed):
@@ -292,7 +293,8 @@ def setup_basic_memory(work: Path, venvs: Path, peer_python: str | None) -> Tool
     python = _python_312(peer_python)
     if python is None:
         return Tool("basic-memory", "basic-memory", "-", {},
-                    error="basic-memory needs Python >= 3.12 and none was found (give --peer-python)")
+                    error=f"basic-memory needs Python >= 3.12: {peer_python or 'none found'} will not do "
+                          "(give --peer-python)")
     bin_dir = _venv(python, venvs / "basic-memory", BM_PACKAGES)
     bm = str(bin_dir / "basic-memory")
     env = _base_env(work / "home-basic-memory", bin_dir)
