@@ -147,18 +147,20 @@ def char_ngrams(s: str, n: int) -> list[str]:
     return list(grams)
 
 
-def fingerprint(text: str) -> str:
-    """Return 32 hex chars identifying a note's content regardless of links, emphasis and spacing.
-
-    Wikilinks are reduced to their shown text, list/heading/quote markers and */_ emphasis dropped,
-    whitespace collapsed and the text normalised, so a memory rewritten with links has one print.
-    """
+def plain_text(text: str) -> str:
+    """Return a note's content as compared for duplicates: normalised, wikilinks reduced to their
+    shown text, list/heading/quote markers and */_ emphasis dropped, whitespace collapsed."""
     plain = _WIKILINK.sub(_link_text, normalize(text).replace("![[", "[["))
     plain = _LINE_MARKERS.sub("\n", "\n" + plain)  # the leading newline lets line 1 match too
     if "*" in plain or "_" in plain:
         plain = _EMPHASIS.sub("", plain)
-    plain = " ".join(plain.split())
-    return hashlib.sha256(plain.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return " ".join(plain.split())
+
+
+def fingerprint(text: str) -> str:
+    """Return 32 hex chars identifying a note's content regardless of links, emphasis and spacing
+    (the hash of plain_text), so a memory rewritten with links has one print."""
+    return hashlib.sha256(plain_text(text).encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 @lru_cache(maxsize=1 << 15)
