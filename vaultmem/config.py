@@ -33,6 +33,16 @@ defaults:
   trust: user
   namespace: shared
 
+# The write pipeline (`remember`): duplicates, conflicts, links, staging.
+write:
+  near_duplicate: 0.9     # likeness (0..1, rapidfuzz ratio) at which a new memory merges into an old one; 1 = off
+  merge_types: [contract_id, invoice_id, error_code, id, url, email, phone]  # same (type, value) = the same memory
+  supersede_types: [contract_id, phone, email]  # a new value of these for the same entity supersedes the old note
+  merge_bonus: 1.0        # a merge sets score = max(old, new) + this (at most 10): restating a fact strengthens it
+  link_entities: true     # mentions of known entities (titles, aliases) become [[wikilinks]]
+  episodes: true          # each write adds a line to episodes/YYYY-MM-DD.md
+  stage_trust: [external] # writes of this trust land in inbox/ as candidates (`vaultmem confirm ID` promotes)
+
 # Half-life of a memory's strength in hours, by `lifecycle` (null = never decays).
 half_life_hours:
   task: 24
@@ -42,6 +52,15 @@ half_life_hours:
   fact: 2400
   permanent: null
   default: 30             # any other lifecycle
+
+# Step 1 of every write: secrets are replaced before the note, the index or a log sees them.
+policy:
+  action: redact          # what replaces a secret: redact (***) | hash (sha256:<hex>: equal secrets stay matchable)
+  detectors: [password, api_key, private_key, bearer_token, id_card, bank_card, connection_string]   # built-in detectors that are on
+  patterns: []            # your own rules: - {name: employee_id, regex: 'EMP[0-9]{6}', action: redact}; a (?P<secret>...) group limits what is replaced
+  blocked_tags: [password, token, secret]   # tags refused outright (case, full width and a leading # do not matter)
+  user_sources: [user, human, me]           # sources whose memories get trust: user
+  external_sources: [web, external, "import:*", "http:*", "https:*"]   # trust: external (fnmatch patterns); any other source: agent
 
 ranking:
   fusion: weighted        # weighted (sum of channel x weight) | rrf (reciprocal-rank fusion)
@@ -61,6 +80,23 @@ ranking:
   fuzzy_weight: 0.2
   common_term_ratio: 1.0  # skip query terms found in more than this share of notes when rarer ones exist (1 = never)
   limit: 10
+
+extraction:               # typed values, cue phrases and names found by rule when remembering (SPEC §6)
+  rules: []               # your value rules, tried before the built-ins, e.g.
+                          #   - {type: ticket_id, regex: 'TKT-\d+', context: [工单, ticket]}
+                          # context (optional): the rule applies only near one of these words
+  cues:                   # extra cue phrases per kind, added to the built-in ones (any case)
+    remember: []          # built-in: 记住, 别忘了, 务必, remember this, don't forget …
+    later: []             # built-in: 备忘, 回头, note for later …
+    always: []            # built-in: 以后都, 从现在起, 每次, from now on, always … (scores as remember)
+  importance:             # points of a new memory's score (0..10, clamped): the sum of one of each group
+    cue_remember: 5       # an explicit "remember" or "always" cue
+    cue_later: 3          # a "note for later" cue
+    content_values: 4     # any extracted value: id, number, date, URL, amount …
+    content_names: 2      # else: a person or customer named
+    content_plain: 1      # else
+    first: 2              # first message of the conversation
+    last: 1               # last message of the conversation
 
 reinforcement:
   record_access: true     # each recall appends access events for its hits (never edits notes)
