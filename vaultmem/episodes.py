@@ -1,0 +1,157 @@
+"""Daily episode notes (SPEC §6 step 7): episodes/YYYY-MM-DD.md, the day's timeline of memories.
+
+vaultmem owns only its `## vaultmem` section of a day note and only ever appends to it. Whatever a
+person wrote around it (text, headings, tasks, CRLF line endings, no final newline, no frontmatter)
+stays byte for byte; a save in between a read and a write is detected and the append redone.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .errors import NoteFormatError, WriteConflict
+from .note import render_new
+from .records import content_hash
+
+if TYPE_CHECKING:
+    from .vault import Vault
+
+__all__ = ["EpisodeLine", "append_episodes"]
+
+HEADING = "## vaultmem"
+RETRIES = 5
+_OWN_HEADING = re.compile(r"[ ]{0,3}##[ \t]+vaultmem[ \t]*#*[ \t]*", re.IGNORECASE)
+_SECTION_END = re.compile(r"[ ]{0,3}#{1,2}(?:[ \t]|$)")  # a heading of level 1 or 2 ends the section
+_LINE_BREAK = re.compile(r"(?<=\n)")
+
+
+@dataclass(frozen=True)
+class EpisodeLine:
+    """One entry of a day's timeline: when (aware; day and HH:MM in its own zone), which memory, from whom."""
+
+    when: dt.datetime
+    title: str
+    source: str
+
+    def render(self) -> str:
+        """The line as written: `- HH:MM [[Title]] (source: SRC)`."""
+        source = " ".join(self.source.split()) or "unknown"
+        return f"- {_local(self.when):%H:%M} [[{self.title}]] (source: {source})"
+
+
+def append_episodes(vault: Vault, lines: Iterable[EpisodeLine], *, durable: bool = True) -> list[str]:
+    """Append each line to episodes/YYYY-MM-DD.md under the `## vaultmem` heading; one read+write per day file.
+
+    Lines already in a day note are skipped, so re-running a batch changes nothing.
+
+    Returns:
+        The vault-relative paths of the day notes written, in the order of their first line.
+    Raises:
+        WriteConflict: a day note kept changing on disk through every retry.
+        NoteFormatError: a day note is not UTF-8 text (it is left untouched).
+    """
+    by_day: dict[dt.date, list[EpisodeLine]] = {}
+    for line in lines:
+        by_day.setdefault(_local(line.when).date(), []).append(line)
+    folder = vault.folders["episodes"]
+    written = []
+    for day, entries in by_day.items():
+        entries.sort(key=lambda e: _local(e.when))
+        path = folder / f"{day.isoformat()}.md"
+        if _append_day(vault, path, day, list(dict.fromkeys(e.render() for e in entries)), durable):
+            written.append(path)
+    if written:
+        vault.index.upsert([vault.record_for(path) for path in written])
+    return [vault.relpath(path) for path in written]
+
+
+def _local(when: dt.datetime) -> dt.datetime:
+    """An aware time as given; a naive one is taken as local time."""
+    return when.astimezone() if when.tzinfo is None else when
+
+
+def _append_day(vault: Vault, path: Path, day: dt.date, lines: list[str], durable: bool) -> bool:
+    """Add the lines missing from one day note, re-reading it while someone else saves it; False if none were."""
+    for _ in range(RETRIES):
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            data = None
+        if data is None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            content, sha = new_day_note(day, lines), None
+        else:
+            current = _decode(data, path)
+            content, sha = with_lines(current, lines), content_hash(data)
+            if content == current:
+                return False
+        try:
+            vault.write_text(path, content, expected_sha=sha, durable=durable)
+        except WriteConflict:
+            continue  # created or saved by someone else since it was read: their text wins, append again
+        return True
+    raise WriteConflict(path)
+
+
+def _decode(data: bytes, path: Path) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise NoteFormatError(path, None, "not a UTF-8 text note; the episode lines were not added") from None
+
+
+def new_day_note(day: dt.date, lines: list[str]) -> str:
+    """A new day note: `type: episode` and `date` properties, then the `## vaultmem` section."""
+    return render_new({"type": "episode", "date": day}, "".join(f"{line}\n" for line in [HEADING, *lines]))
+
+
+def with_lines(note: str, lines: list[str]) -> str:
+    """The note with the lines it lacks appended to its `## vaultmem` section (added at the end if absent).
+
+    Every other character of the note is kept; the note's own line ending is used.
+    """
+    rows = _LINE_BREAK.split(note)  # each with its line break, so joining them gives the note back
+    present = {row.rstrip("\r\n").strip() for row in rows}
+    fresh = [line for line in lines if line not in present]
+    if not fresh:
+        return note
+    newline = "\r\n" if "\r\n" in note else "\n"
+    added = "".join(line + newline for line in fresh)
+    at = _section_end(rows)
+    if at is None:
+        return _terminated(note, newline) + _separator(note, newline) + HEADING + newline + added
+    head = _terminated("".join(rows[:at]), newline)
+    return head + added + "".join(rows[at:])
+
+
+def _section_end(rows: list[str]) -> int | None:
+    """The row after the last non-blank row of the `## vaultmem` section, or None without one."""
+    start = next((i for i, row in enumerate(rows) if _OWN_HEADING.fullmatch(row.rstrip("\r\n"))), None)
+    if start is None:
+        return None
+    end = start + 1
+    for i in range(start + 1, len(rows)):
+        row = rows[i].rstrip("\r\n")
+        if _SECTION_END.match(row):
+            break
+        if row.strip():
+            end = i + 1
+    return end
+
+
+def _terminated(text: str, newline: str) -> str:
+    """The text ending with a line break (unless empty)."""
+    return text if not text or text.endswith("\n") else text + newline
+
+
+def _separator(note: str, newline: str) -> str:
+    """A blank line before a new heading, unless the note is empty, ends blank or ends with its frontmatter."""
+    last = note.rstrip("\r\n").rpartition("\n")[2]
+    if not last.strip() or last.rstrip("\r") == "---" or note.endswith(("\n\n", "\n\r\n")):
+        return ""
+    return newline
