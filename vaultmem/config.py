@@ -36,7 +36,7 @@ defaults:
 # The write pipeline (`remember`): duplicates, conflicts, links, staging.
 write:
   near_duplicate: 0.9     # likeness (0..1, rapidfuzz ratio) at which a new memory merges into an old one; 1 = off
-  merge_types: [contract_id, invoice_id, error_code, id, url, email, phone]  # same (type, value) = the same memory
+  merge_types: [contract_id, invoice_id, id, url, email, phone]  # same (type, value): one note, statements appended
   supersede_types: [contract_id, phone, email]  # a new value of these for the same entity supersedes the old note
   merge_bonus: 1.0        # a merge sets score = max(old, new) + this (at most 10): restating a fact strengthens it
   link_entities: true     # mentions of known entities (titles, aliases) become [[wikilinks]]

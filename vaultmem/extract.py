@@ -1,0 +1,585 @@
+"""Extraction by rule and importance (SPEC §6 steps 2–3): typed values, cue phrases and names, no model.
+
+One table (`BUILTIN_RULES`) lists every value rule: its type, regex, optional context words and the
+name of its normaliser. Rules are tried in order and a span belongs to the first rule that claims
+it, so specific rules come before general ones (a contract id is never also a phone number) and
+user rules from the vault's config come before all of them.
+
+Choices, documented once here:
+- Ids keep their case as written (the built-in patterns only match upper-case codes).
+- Dates are ISO "2024-08-15". A date without a year ("8月15日", "Aug 15") takes the year that puts
+  it nearest to `now`. Relative dates use calendar weeks starting on Monday: "this Friday" /
+  "本周五" is the Friday of `now`'s week (today when `now` is a Friday), "next Friday" / "下周五"
+  the Friday of the week after, "last Friday" / "上周五" the week before.
+- A date becomes a `deadline` when "截止", "截至", "deadline", "due" … shortly precede it, when
+  "by"/"before" directly precede it, or when "之前"/"前"/"为止" directly follow it.
+- Amounts are "<number> <ISO currency>", the multiplier applied: "5万元" -> "50000 CNY"; ¥ and 元
+  are CNY, $ is USD.
+- Phones: a Chinese mobile is its 11 digits ("+86 138-0013-8000" -> "13800138000"); any other
+  number starting with "+" is "+" and its digits. Numbers without "+" other than mobiles are not
+  phones (too easily card numbers or ids).
+- Thresholds: "<metric><op><number><unit>[ for <n><m|s|h>]", lower-case: "CPU>90% 持续5分钟" ->
+  "cpu>90% for 5m", "内存使用率超过80%" -> "内存使用率>80%". Metrics come from a fixed vocabulary.
+- Names are taken only after an explicit cue ("客户", "联系人：", "先生", "女士", "总", "customer",
+  "client", "Mr."/"Ms."/"Mrs."/"Dr."); Chinese names must start with a common surname.
+
+Speed (batches of 100,000 memories): a rule runs its regex only when the text passes its cheap
+gates (an ASCII digit, a needed word, a context word; see Rule), so a text without values costs
+about 15 µs on a slow 2-core VM.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from .config import defaults
+from .errors import ConfigError
+
+__all__ = ["BUILTIN_RULES", "Extraction", "Extractor", "Rule", "Value", "importance"]
+
+CONTEXT_CHARS = 24  # how far (each side) a rule's context words may stand from its match
+DUE_CHARS = 24      # how far before a date its deadline cue ("截止日期是", "due on") may start
+POSITIONS = ("first", "last")
+
+
+@dataclass(frozen=True)
+class Value:
+    """One typed value found in a text, with its span."""
+
+    type: str
+    value: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """Everything extraction found in one memory's text."""
+
+    values: list[Value]
+    cues: list[str]
+    names: list[str]
+
+    @property
+    def tags(self) -> list[str]:
+        """The distinct value types in text order (extracted types become tags)."""
+        return list(dict.fromkeys(v.type for v in self.values))
+
+
+@dataclass(frozen=True)
+class Rule:
+    r"""One row of the rule table.
+
+    A regex with a group named `v` yields only that group as the value (the rest is context).
+    context: the rule applies only when one of these words (lower case) is within CONTEXT_CHARS.
+    normalise: the name of the function that turns the match into the value (_NORMALISERS).
+    needs: substrings of which the lower-cased text must hold one before the regex runs at all.
+    digit: the regex runs only on text with an ASCII digit (most values have one).
+    lower: the regex (written in lower case) runs on the lower-cased text: re.I is several times slower.
+    boundary: the match may not follow an ASCII letter or digit; checked here, since a leading
+    lookbehind stops the regex engine from skipping ahead to its first characters (and \b counts
+    CJK characters as letters).
+    For the same skip-ahead, built-in patterns start with a literal, a class, or a group whose
+    alternatives all start with a literal (hence `\d\d?`, not `\d{1,2}`, in a leading group).
+    """
+
+    type: str
+    regex: re.Pattern[str]
+    context: tuple[str, ...] = ()
+    normalise: str = "text"
+    needs: tuple[str, ...] = ()
+    digit: bool = True
+    lower: bool = False
+    boundary: bool = False
+
+
+def _rule(type_: str, pattern: str, normalise: str = "text", *, context: Iterable[str] = (), **options: Any) -> Rule:
+    return Rule(type_, re.compile(pattern), tuple(context), normalise, **options)
+
+
+_CODE = r"[A-Z][A-Z]+[-_]?\d{2,}(?:[-_][A-Z0-9]+)*(?![A-Za-z0-9_])"
+_MONTH = (r"(?P<mon>Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?"
+          r"|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)(?![a-z])\.?")
+_DAY = r"(?P<d>\d(?<!\d\d)\d?)(?:st|nd|rd|th)?"
+_YEAR = r"(?:,?\s+(?P<y>(?:19|20)\d{2}))?(?!\d)"
+# (?<!…\d) after the first digit: tries start only where a number starts; atomic: a digit run that is
+# no amount fails at once instead of retrying every shorter split
+_NUM = r"(?P<num>\d(?<![\d.,]\d)(?>\d{0,2}(?:,\d{3})+|\d*)(?:\.\d+)?)"
+_MULT = r"(?:\s?(?P<mult>百万|千万|万|亿|千|[kKM]|million|billion|bn)(?![A-Za-z]))?"
+_CODES = "RMB|CNY|USD|EUR|GBP|JPY|HKD"
+_METRIC = (r"(?P<metric>(?:cpu|gpu|memory|mem|ram|disk|latency|load|error rate|response time|p99|p95|heap|swap|qps"
+           r"|temperature|内存|磁盘|硬盘|延迟|时延|响应时间|错误率|负载|带宽|温度)"
+           r"(?:\s?(?:使用率|利用率|占用率|占用|usage|utili[sz]ation))?)")
+_OPERATOR = (r"(?P<op>>=|<=|>|<|≥|≤|＞|＜|超过|高于|大于|低于|小于|不低于|达到|above|over|below|under|exceeds?"
+             r"|greater than|less than|at least)")
+_UNIT = r"(?:\s*(?P<unit>%|ms|毫秒|秒|gb|mb|°c|℃|s)(?![a-z]))?"
+_DURATION = (r"(?:\s*[,，]?\s*(?:持续|for|lasting|over)\s*(?P<dur>\d+)\s*"
+             r"(?P<dunit>分钟|小时|秒|minutes?|mins?|hours?|hrs?|seconds?|secs?|[mhs])(?![a-z]))?")
+_EN_COUNTS = "an?|one|two|three|four|five|six|seven|eight|nine|ten"
+# Every alternative starts with a literal (no leading group), so the scan skips ahead to candidates;
+# the normaliser parses the matched words. 后天/前天 inside 之后天气, 以前天… are not dates.
+_RELATIVE = "|".join([
+    "大后天", "今天", "明天", "昨天", "后天(?<![之以最然先]..)(?![气然空才生性])", "前天(?<![之以最然先]..)(?![气然空才生性])",
+    *(f"{w}个?(?:周|星期|礼拜)[一二三四五六日天]" for w in "上下本这"),
+    "today(?![a-z])", "tomorrow(?![a-z])", "yesterday(?![a-z])",
+    *(rf"{w}\s+(?:mon|tues|wednes|thurs|fri|satur|sun)day(?![a-z])" for w in ("next", "this", "last")),
+    rf"in\s+(?:\d{{1,3}}|{_EN_COUNTS})\s+(?:days?|weeks?)(?![a-z])",
+])
+_CN_COUNT = "0-9一二两三四五六七八九十"
+_DAYS_LATER = rf"(?P<n>[{_CN_COUNT}][{_CN_COUNT}]{{0,2}})\s*(?P<unit>天|周|个?星期)后"
+_METRIC_NEEDS = ("cpu", "gpu", "mem", "ram", "disk", "latency", "load", "error rate", "response time", "p99", "p95",
+                 "heap", "swap", "qps", "temperature", "内存", "磁盘", "硬盘", "延迟", "时延", "响应时间", "错误率",
+                 "负载", "带宽", "温度")
+_CURRENCY_NEEDS = ("¥", "￥", "$", "€", "£", "元", "人民币", "美金", "英镑", "港币", "rmb", "cny", "usd", "eur", "gbp",
+                   "jpy", "hkd", "dollar")
+_MONTH_NEEDS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+# Every relative date holds one of these (weekdays end in "day"), so most texts skip the regex.
+_RELATIVE_NEEDS = ("天", "周", "星期", "礼拜", "day", "tomorrow", "week")
+
+# Order is precedence: a span belongs to the first rule that matches it, so specific before general.
+BUILTIN_RULES: tuple[Rule, ...] = (
+    _rule("url", r"(?:https?://|www\.)[A-Za-z0-9\-._~:/?#\[\]@!$&()*+,;=%]*[A-Za-z0-9_~/#@$&*+=%-]",
+          needs=("://", "www."), digit=False),
+    _rule("email", r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![A-Za-z0-9-])",
+          needs=("@",), digit=False),
+    _rule("contract_id", r"CT\d{4}-\d{3,}(?![A-Za-z0-9_])", needs=("ct",), boundary=True),
+    _rule("contract_id", _CODE, context=("合同", "contract"), boundary=True),
+    _rule("invoice_id", r"INV[-_]?\d+(?:[-_][A-Z0-9]+)*(?![A-Za-z0-9_])", needs=("inv",), boundary=True),
+    _rule("invoice_id", _CODE, context=("发票", "invoice"), boundary=True),
+    _rule("error_code", r"ERR(?:OR)?[-_]?\d{3,}(?![A-Za-z0-9_])", needs=("err",), boundary=True),
+    _rule("error_code", _CODE, context=("错误", "报错", "异常", "error", "exception"), boundary=True),
+    _rule("error_code", r"(?:错误码|错误代码|error code)\s*(?:is\s+)?[:：是为]?\s*(?P<v>\d{3,6})(?!\d)",
+          needs=("错误码", "错误代码", "error code"), lower=True),
+    _rule("id", _CODE, boundary=True),
+    _rule("threshold", _METRIC + r"\s*(?:is\s+)?" + _OPERATOR + r"\s*(?P<num>\d+(?:\.\d+)?)" + _UNIT + _DURATION,
+          "threshold", needs=_METRIC_NEEDS, lower=True, boundary=True),
+    _rule("amount", r"(?P<cur>¥|￥|\$|€|£|US\$|HK\$|人民币|" + _CODES + r")\s?" + _NUM + _MULT + r"(?:\s?元)?",
+          "amount", needs=_CURRENCY_NEEDS, boundary=True),
+    _rule("amount", _NUM + _MULT + r"\s?(?P<cur>元|人民币|美元|美金|欧元|英镑|日元|港币|港元"
+          r"|(?:" + _CODES + r"|dollars?|euros?)(?![A-Za-z]))", "amount", needs=_CURRENCY_NEEDS,
+          boundary=True),
+    _rule("date", r"(?P<y>(?:19|20)\d\d)(?P<sep>[-/.])(?P<m>\d\d?)(?P=sep)(?P<d>\d\d?)(?!\d|\.\d)", "ymd",
+          boundary=True),
+    _rule("date", r"(?P<y>\d(?<!\d\d)\d{3})\s*年\s*(?P<m>\d\d?)\s*月\s*(?P<d>\d\d?)\s*[日号]", "ymd", needs=("年",),
+          boundary=True),
+    _rule("date", r"(?P<m>\d(?<!\d\d)\d?)\s*月\s*(?P<d>\d\d?)\s*[日号]", "ymd", needs=("月",), boundary=True),
+    _rule("date", _DAY + r"\s+" + _MONTH + _YEAR, "ymd", needs=_MONTH_NEEDS, boundary=True),
+    _rule("date", _MONTH + r"\s+" + _DAY + _YEAR, "ymd", needs=_MONTH_NEEDS, boundary=True),
+    _rule("date", _RELATIVE, "relative", needs=_RELATIVE_NEEDS, digit=False, lower=True, boundary=True),
+    _rule("date", _DAYS_LATER, "days_later", needs=("后",), digit=False),
+    _rule("phone", r"(?P<v>1[3-9]\d(?:[ -]?\d{4}){2})(?![ -]?\d)", "mobile", boundary=True),
+    _rule("phone", r"\+\d{1,3}(?:[ -]?\(?\d{1,4}\)?){2,5}(?![ -]?\d)", "intl_phone", needs=("+",), boundary=True),
+)
+
+_BUILTIN_CUES = {
+    "remember": ("记住", "别忘了", "别忘记", "不要忘记", "不要忘了", "务必", "切记", "牢记", "remember this",
+                 "don't forget", "do not forget", "always remember", "never forget", "keep in mind"),
+    "later": ("note for later", "for later", "remind me", "备忘", "回头", "提醒我", "稍后"),
+    "always": ("以后都", "从现在起", "从今以后", "今后", "每次", "一律", "from now on", "always", "never again",
+               "every time", "going forward"),
+}
+
+
+class Extractor:
+    """Finds values, cues and names by rule; build it once per vault config, call extract() often."""
+
+    def __init__(self, rules: Iterable[Rule] = (), cues: Mapping[str, Iterable[str]] | None = None):
+        """Build the matchers.
+
+        Args:
+            rules: tried before the built-in table (so they win overlapping spans).
+            cues: extra phrases per kind ("remember", "later", "always"), added to the built-ins.
+        """
+        self.rules = (*rules, *BUILTIN_RULES)
+        # every gate word is looked up once per text; text without a digit needs only the digit-free rules' words
+        self._gate_words = _gate_words(self.rules)
+        self._plain_gate_words = _gate_words(r for r in self.rules if not r.digit)
+        self._cue_regex, self._cue_kinds = _cue_matcher(_merged_cues(cues or {}))
+        # `in` tests of plain phrases are far cheaper than a scan: most texts hold no cue at all
+        self._cue_phrases = tuple({v for p in self._cue_kinds for v in (p, p.replace("'", "’"))})
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> Extractor:
+        """An extractor with the user rules and cues of a merged vault config (its `extraction` section).
+
+        Raises ConfigError naming the rule for a malformed rule or an invalid regex.
+        """
+        section = config.get("extraction") or {}
+        rules = section.get("rules") or []
+        if not isinstance(rules, list):
+            raise ConfigError("extraction.rules must be a list of {type, regex, context} mappings")
+        return cls([_user_rule(i, r) for i, r in enumerate(rules)], section.get("cues") or {})
+
+    def extract(self, text: str, now: dt.datetime) -> Extraction:
+        """Values (text order), cue kinds and names in text; relative dates resolve against `now`, in its zone."""
+        low = text.lower()
+        if len(low) != len(text):  # a few letters lower into two characters: keep the spans aligned
+            low = "".join(c if len(c.lower()) > 1 else c.lower() for c in text)
+        return Extraction(self._values(text, low, now), self._cues(low), _names(text))
+
+    def _cues(self, low: str) -> list[str]:
+        """The distinct cue kinds in the lower-cased text, in order of first appearance."""
+        if not any(p in low for p in self._cue_phrases):
+            return []
+        kinds = (self._cue_kinds[m.group().replace("’", "'")] for m in self._cue_regex.finditer(low)
+                 if _stands_alone(low, m.start(), m.end()))
+        return list(dict.fromkeys(kinds))
+
+    def _values(self, text: str, low: str, now: dt.datetime) -> list[Value]:
+        has_digit = _DIGIT.search(text) is not None
+        present = {w for w in (self._gate_words if has_digit else self._plain_gate_words) if w in low}
+        claimed: list[Value] = []
+        for rule in self.rules:
+            if _may_match(rule, present, has_digit):
+                claimed.extend(_matches(rule, text, low, now, claimed))
+        return sorted(claimed, key=lambda v: v.start)
+
+
+_DIGIT = re.compile(r"[0-9]")
+_ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_ASCII_ALNUM = _ASCII_LETTERS | frozenset("0123456789")
+
+
+def _gate_words(rules: Iterable[Rule]) -> tuple[str, ...]:
+    return tuple({w for rule in rules for w in (*rule.needs, *rule.context)})
+
+
+def _may_match(rule: Rule, present: set[str], has_digit: bool) -> bool:
+    """The cheap gates (present: the gate words the lower-cased text holds): most rules never run their regex."""
+    if rule.digit and not has_digit:
+        return False
+    if rule.needs and present.isdisjoint(rule.needs):
+        return False
+    return not rule.context or not present.isdisjoint(rule.context)
+
+
+def _matches(rule: Rule, text: str, low: str, now: dt.datetime, claimed: list[Value]) -> Iterator[Value]:
+    """The values one rule finds in spans no earlier rule claimed."""
+    for m in rule.regex.finditer(low if rule.lower else text):
+        start, end = m.span("v") if "v" in rule.regex.groupindex else m.span()
+        if start == end or any(start < v.end and v.start < end for v in claimed):
+            continue
+        if rule.boundary and start and text[start - 1] in _ASCII_ALNUM:
+            continue
+        if rule.context and not _near(low, start, end, rule.context):
+            continue
+        value = _NORMALISERS[rule.normalise](m, now)
+        if value is not None:
+            yield Value(_deadline_or(rule.type, low, start, end), value, start, end)
+
+
+def _near(low: str, start: int, end: int, words: tuple[str, ...]) -> bool:
+    window = low[max(0, start - CONTEXT_CHARS):end + CONTEXT_CHARS]
+    return any(w in window for w in words)
+
+
+def _stands_alone(s: str, start: int, end: int) -> bool:
+    """No ASCII letter is glued to an ASCII-letter edge of s[start:end] ("always" is not in "hallways")."""
+    glued_start = start > 0 and s[start - 1] in _ASCII_LETTERS and s[start] in _ASCII_LETTERS
+    glued_end = end < len(s) and s[end] in _ASCII_LETTERS and s[end - 1] in _ASCII_LETTERS
+    return not (glued_start or glued_end)
+
+
+_DUE_BEFORE = re.compile(r"(?:截止|截至|期限|最晚|最迟|deadline|due)[^。.;；!?！？\n]{0,10}$"
+                         r"|(?<![a-z])(?:by|before|no later than)\s+(?:the\s+|on\s+)?$")
+_DUE_AFTER = re.compile(r"\s*(?:之前|以前|前(?![往进面])|截止|为止)")
+_DUE_WORDS = ("截止", "截至", "期限", "最晚", "最迟", "deadline", "due", "by", "before", "no later than")
+
+
+def _deadline_or(type_: str, low: str, start: int, end: int) -> str:
+    """`deadline` for a date with a due cue right before or after it, else the rule's type."""
+    if type_ != "date":
+        return type_
+    before = max(0, start - DUE_CHARS)
+    cued = any(w in low[before:start] for w in _DUE_WORDS) and _DUE_BEFORE.search(low, before, start)
+    due = cued or _DUE_AFTER.match(low, end)
+    return "deadline" if due else type_
+
+
+# ---------------------------------------------------------------- normalisers (match, now) -> value | None
+
+def _as_written(m: re.Match[str], now: dt.datetime) -> str:
+    return m.group("v") if "v" in m.re.groupindex else m.group()
+
+
+_MONTHS = {name: i for i, name in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}
+
+
+def _ymd(m: re.Match[str], now: dt.datetime) -> str | None:
+    """ISO date from groups y/m/d or y/mon/d; a missing year is the one nearest to now."""
+    groups = m.groupdict()
+    month = int(groups["m"]) if groups.get("m") else _MONTHS[groups["mon"][:3].lower()]
+    day = int(groups["d"])
+    if not groups.get("y"):
+        return _nearest(month, day, now.date())
+    try:
+        return dt.date(int(groups["y"]), month, day).isoformat()
+    except ValueError:
+        return None
+
+
+def _nearest(month: int, day: int, today: dt.date) -> str | None:
+    """The date with this month and day nearest to today (last, this or next year)."""
+    candidates = []
+    for year in (today.year - 1, today.year, today.year + 1):
+        try:
+            candidates.append(dt.date(year, month, day))
+        except ValueError:
+            pass
+    return min(candidates, key=lambda d: abs(d - today)).isoformat() if candidates else None
+
+
+_DAY_OFFSETS = {"大后天": 3, "今天": 0, "明天": 1, "后天": 2, "昨天": -1, "前天": -2,
+                "today": 0, "tomorrow": 1, "yesterday": -1}
+_WEEK_OFFSETS = {"上": -1, "下": 1, "本": 0, "这": 0, "last": -1, "next": 1, "this": 0}
+_CN_DIGITS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+_EN_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+               "eight": 8, "nine": 9, "ten": 10}
+_EN_WEEKDAYS = ("mon", "tues", "wednes", "thurs", "fri", "satur", "sun")
+
+
+def _relative(m: re.Match[str], now: dt.datetime) -> str:
+    """ISO date of "明天", "下周五", "next friday", "in 2 weeks" … (lower case) counted from now's local date."""
+    word, today = m.group(), now.date()
+    if word in _DAY_OFFSETS:
+        return (today + dt.timedelta(days=_DAY_OFFSETS[word])).isoformat()
+    parts = word.split()
+    if parts[0] == "in":
+        return _later(today, parts[1], parts[2])
+    if len(parts) == 2:
+        week, weekday = _WEEK_OFFSETS[parts[0]], _EN_WEEKDAYS.index(parts[1][:-3])
+    else:
+        week, weekday = _WEEK_OFFSETS[word[0]], "一二三四五六".find(word[-1]) % 7  # 日/天: Sunday
+    monday = today - dt.timedelta(days=today.weekday())
+    return (monday + dt.timedelta(days=7 * week + weekday)).isoformat()
+
+
+def _days_later(m: re.Match[str], now: dt.datetime) -> str | None:
+    return _later(now.date(), m.group("n"), m.group("unit"))
+
+
+def _later(today: dt.date, count: str, unit: str) -> str | None:
+    """ISO date `count` days ("天", "days") or weeks later; None for a count that is no number."""
+    n = _count(count)
+    if n is None:
+        return None
+    return (today + dt.timedelta(days=n if unit[0] in "天d" else 7 * n)).isoformat()
+
+
+def _count(word: str) -> int | None:
+    """1..99 from digits, "a"/"three", or Chinese numerals ("三", "十五", "二十")."""
+    if word.isdigit():
+        return int(word)
+    if word in _EN_NUMBERS:
+        return _EN_NUMBERS[word]
+    if "十" not in word:
+        return _CN_DIGITS.get(word)
+    tens, _, ones = word.partition("十")
+    if tens not in ("", *_CN_DIGITS) or ones not in ("", *_CN_DIGITS):
+        return None
+    return _CN_DIGITS.get(tens, 1) * 10 + _CN_DIGITS.get(ones, 0)
+
+
+_CURRENCIES = {"¥": "CNY", "￥": "CNY", "元": "CNY", "人民币": "CNY", "rmb": "CNY", "cny": "CNY",
+               "$": "USD", "us$": "USD", "usd": "USD", "美元": "USD", "美金": "USD", "dollar": "USD",
+               "dollars": "USD", "€": "EUR", "eur": "EUR", "欧元": "EUR", "euro": "EUR", "euros": "EUR",
+               "£": "GBP", "gbp": "GBP", "英镑": "GBP", "日元": "JPY", "jpy": "JPY",
+               "港币": "HKD", "港元": "HKD", "hkd": "HKD", "hk$": "HKD"}
+_MULTIPLIERS = {"百万": 10**6, "千万": 10**7, "万": 10**4, "亿": 10**8, "千": 10**3, "k": 10**3,
+                "m": 10**6, "million": 10**6, "billion": 10**9, "bn": 10**9}
+
+
+def _amount(m: re.Match[str], now: dt.datetime) -> str:
+    """"<number> <currency>" with the multiplier applied: "5万元" -> "50000 CNY", "$1,200.50" -> "1200.50 USD"."""
+    number = Decimal(m.group("num").replace(",", "")) * _MULTIPLIERS.get((m.group("mult") or "").lower(), 1)
+    shown = str(int(number)) if number == number.to_integral_value() else f"{number:f}"
+    return f"{shown} {_CURRENCIES[m.group('cur').strip().lower()]}"
+
+
+def _mobile(m: re.Match[str], now: dt.datetime) -> str:
+    """The 11 digits of a Chinese mobile, separators dropped."""
+    return re.sub(r"\D", "", m.group("v"))
+
+
+def _intl_phone(m: re.Match[str], now: dt.datetime) -> str | None:
+    """"+" and the digits; a Chinese mobile written "+8613800138000" is its 11 digits, as the mobile rule gives."""
+    digits = re.sub(r"\D", "", m.group())
+    if _CN_MOBILE.fullmatch(digits):
+        return digits[2:]
+    return "+" + digits if 8 <= len(digits) <= 15 else None
+
+
+_CN_MOBILE = re.compile(r"861[3-9]\d{9}")
+
+
+_OPERATORS = {">=": (">=", "≥", "不低于", "达到", "at least"), "<=": ("<=", "≤"),
+              "<": ("<", "＜", "低于", "小于", "below", "under", "less than")}
+_OPERATOR_OF = {word: op for op, words in _OPERATORS.items() for word in words}
+_UNITS = {"毫秒": "ms", "秒": "s", "℃": "°c", "分钟": "m", "小时": "h"}
+
+
+def _threshold(m: re.Match[str], now: dt.datetime) -> str:
+    """"cpu>90% for 5m" from the lower-cased text: metric, operator, number and unit, then the duration if any."""
+    metric = " ".join(m.group("metric").split())
+    unit = m.group("unit") or ""
+    value = f"{metric}{_OPERATOR_OF.get(m.group('op'), '>')}{m.group('num')}{_UNITS.get(unit, unit)}"
+    if m.group("dur"):
+        dunit = m.group("dunit")
+        value += f" for {m.group('dur')}{_UNITS.get(dunit, dunit[0])}"
+    return value
+
+
+_NORMALISERS: dict[str, Callable[[re.Match[str], dt.datetime], str | None]] = {
+    "text": _as_written, "ymd": _ymd, "relative": _relative, "days_later": _days_later, "amount": _amount,
+    "mobile": _mobile, "intl_phone": _intl_phone, "threshold": _threshold,
+}
+
+
+# ---------------------------------------------------------------- user rules and cues from the config
+
+def _user_rule(i: int, spec: Any) -> Rule:
+    """A Rule from a config mapping {type, regex, context?}; ConfigError names the rule when it is malformed."""
+    where = f"extraction.rules[{i}]"
+    if not isinstance(spec, dict) or set(spec) - {"type", "regex", "context"}:
+        raise ConfigError(f"{where}: must be a mapping with type, regex and optional context")
+    type_, pattern, context = spec.get("type"), spec.get("regex"), spec.get("context") or []
+    if not isinstance(type_, str) or not type_ or not isinstance(pattern, str):
+        raise ConfigError(f"{where}: needs a type and a regex, both text")
+    if not isinstance(context, list) or not all(isinstance(w, str) for w in context):
+        raise ConfigError(f"{where} ({type_}): context must be a list of words")
+    try:
+        regex = re.compile(pattern)
+    except re.error as exc:
+        raise ConfigError(f"{where} ({type_}): invalid regex {pattern!r}: {exc}") from None
+    return Rule(type_, regex, tuple(w.lower() for w in context), "text", digit=False)
+
+
+def _merged_cues(extra: Mapping[str, Iterable[str]]) -> dict[str, tuple[str, ...]]:
+    """Built-in cue phrases plus the config's, per kind; ConfigError for an unknown kind or a non-list."""
+    merged = dict(_BUILTIN_CUES)
+    for kind, phrases in extra.items():
+        if kind not in merged:
+            raise ConfigError(f"extraction.cues: unknown kind {kind!r} (use {', '.join(_BUILTIN_CUES)})")
+        if not isinstance(phrases, list) or not all(isinstance(p, str) and p.strip() for p in phrases):
+            raise ConfigError(f"extraction.cues.{kind} must be a list of phrases")
+        merged[kind] = (*merged[kind], *phrases)
+    return merged
+
+
+def _cue_matcher(cues: Mapping[str, Iterable[str]]) -> tuple[re.Pattern[str], dict[str, str]]:
+    """One alternation of every phrase for the lower-cased text, and phrase -> kind.
+
+    Longest first, so "always remember" wins over "always"; apostrophes may be curly.
+    """
+    kinds = {p.strip().lower(): kind for kind, phrases in cues.items() for p in phrases}
+    parts = [re.escape(p).replace("'", "['’]") for p in sorted(kinds, key=len, reverse=True)]
+    return re.compile("|".join(parts)), kinds
+
+
+# ---------------------------------------------------------------- names
+
+_SURNAMES = frozenset(
+    "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘蒋蔡余杜叶程苏魏吕丁任沈姚卢姜崔"
+    "钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史黎贺顾毛郝龚邵万钱严覃武戴莫孔汤常温康施牛樊葛邢"
+    "齐易乔伍庞颜倪庄聂章鲁岳翟殷詹申欧耿兰焦俞左柳甘祝包宁尚符舒阮柯纪梅童凌毕季裴霍涂苗谷盛曲翁冉骆蓝游辛靳"
+    "管柴蒙鲍华喻祁蒲房滕屈饶牟艾尤穆农卓吉缪简车项芦麦褚娄窦戚岑景党宫费卜冷晏席卫米柏宗瞿桂佟臧闵苟邬卞姬"
+    "仇栾隋刁沙荣巫寇桑郎甄仲虞敖巩佘池查麻苑迟邝"
+)
+# Characters that rarely end a three-character name but often follow a two-character one ("客户张三的…").
+_AFTER_NAME = frozenset("的是在和与及说要了也都把被给让对从向就还又会想称表已后前这那合电手邮地公提签付买订"
+                        "来去打发问喜不没很最刚每再才只希需请先女总所家为之等们于将到")
+_NAME_CUES = ("客户", "联系人", "先生", "女士", "总", "customer", "client", "Mr", "Ms", "Dr")
+_CN_NAME_AFTER = re.compile(r"(?:客户|联系人\s*[：:])\s*([\u4e00-\u9fff]{2,3})")
+_CN_TITLE = re.compile(r"先生|女士|总(?![是监裁经部结共计体之额量数会括统账价和要算能])")
+_EN_NAME = re.compile(r"(?:(?:customer|client)\s+(?P<full>[A-Z][a-z]+ [A-Z][a-z]+)"
+                      r"|(?:Mr|Ms|Mrs|Dr)\.?\s+(?P<name>[A-Z][a-z]+(?: [A-Z][a-z]+)?))(?![A-Za-z])")
+
+
+def _names(text: str) -> list[str]:
+    """Person and customer names named by an explicit cue, distinct, in text order."""
+    if not any(cue in text for cue in _NAME_CUES):
+        return []
+    found = [(m.start(1), n) for m in _CN_NAME_AFTER.finditer(text)
+             if (n := _name_after(m.group(1), text[m.end(1):m.end(1) + 1]))]
+    found += [(m.start(), n) for m in _CN_TITLE.finditer(text) if (n := _name_before(text, m.start()))]
+    found += [(m.start(), m.group("full") or m.group("name")) for m in _EN_NAME.finditer(text)
+              if _stands_alone(text, m.start(), m.end())]
+    return list(dict.fromkeys(n for _, n in sorted(found)))
+
+
+def _name_after(chars: str, following: str) -> str | None:
+    """The name at the start of 2–3 Han characters after a cue ("张三的" -> "张三", "张三明天" -> "张三")."""
+    if chars[0] not in _SURNAMES:
+        return None
+    three = len(chars) == 3 and chars[2] not in _AFTER_NAME and chars[2] + following not in _DAY_OFFSETS
+    return chars if three else chars[:2]
+
+
+def _name_before(text: str, end: int) -> str | None:
+    """The 2–3 Han character name right before a title ("联系张三先生" -> "张三")."""
+    chars = _HAN_TAIL.search(text, max(0, end - 3), end).group()
+    if len(chars) == 3 and chars[0] in _SURNAMES:
+        return chars
+    return chars[-2:] if len(chars) >= 2 and chars[-2] in _SURNAMES else None
+
+
+_HAN_TAIL = re.compile(r"[\u4e00-\u9fff]*$")
+
+
+# ---------------------------------------------------------------- importance (SPEC §6.3)
+
+def importance(extraction: Extraction, *, position: str | None = None,
+               config: Mapping[str, Any] | None = None) -> tuple[float, list[tuple[str, float]]]:
+    """SPEC §6.3 score 0..10 and its explanation, e.g. [("cue: remember", 5.0), ("position: first", 2.0)].
+
+    Args:
+        extraction: what extract() found.
+        position: "first" or "last" message of the conversation; None adds nothing.
+        config: the merged vault config (its extraction.importance points); None = the defaults.
+    Returns:
+        (score, contributions); when clamping changed the sum, a last ("clamped to 0..10", delta) entry.
+    """
+    points = _points(config)
+    parts = [p for p in (_cue_part(extraction.cues, points), _content_part(extraction, points),
+                         _position_part(position, points)) if p]
+    total = sum(p for _, p in parts)
+    score = min(max(total, 0.0), 10.0)
+    if score != total:
+        parts.append(("clamped to 0..10", score - total))
+    return score, parts
+
+
+def _points(config: Mapping[str, Any] | None) -> dict[str, float]:
+    base = defaults()["extraction"]["importance"]
+    given = ((config or {}).get("extraction") or {}).get("importance") or {}
+    return {k: float(v) for k, v in {**base, **given}.items()}
+
+
+def _cue_part(cues: list[str], points: dict[str, float]) -> tuple[str, float] | None:
+    """The strongest cue only: "always" scores like "remember"."""
+    scored = [(points["cue_later" if kind == "later" else "cue_remember"], kind) for kind in cues]
+    if not scored:
+        return None
+    best = max(scored, key=lambda s: s[0])
+    return f"cue: {best[1]}", best[0]
+
+
+def _content_part(extraction: Extraction, points: dict[str, float]) -> tuple[str, float]:
+    if extraction.values:
+        return "content: numbers/dates/urls", points["content_values"]
+    if extraction.names:
+        return "content: names", points["content_names"]
+    return "content: plain", points["content_plain"]
+
+
+def _position_part(position: str | None, points: dict[str, float]) -> tuple[str, float] | None:
+    if position is None:
+        return None
+    if position not in POSITIONS:
+        raise ValueError(f"position must be one of {POSITIONS} or None, not {position!r}")
+    return f"position: {position}", points[position]
