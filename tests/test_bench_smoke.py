@@ -41,3 +41,11 @@ def test_peers_benchmark_smoke_hashes_the_vault_and_finds_no_change(tmp_path):
     vaultmem = figures["tools"]["vaultmem"]
     assert vaultmem["files_touched"] == 0 and vaultmem["edit_found"] is True
     assert vaultmem["index_s"] > 0 and vaultmem["warm_p50_ms"] > 0
+
+
+def test_write_benchmark_smoke_leaves_no_secret_and_no_duplicate(tmp_path):
+    figures = smoke("write.py", tmp_path / "write.json")
+    for key in ("notes", "batch_s", "single_remember_s"):
+        assert isinstance(figures[key], (int, float)) and figures[key] > 0, key
+    assert figures["secrets_planted"] >= 8 and figures["secrets_on_disk"] == 0
+    assert figures["duplicate_groups"] > 0 and figures["duplicates_left"] == 0

@@ -31,11 +31,11 @@ def test_chinese_text_and_ids_match_without_a_segmenter(vault):
     vault.remember("客户张三的合同编号是 CT2024-0876", tags=["contract"])
     vault.remember("The CPU alert fires above 90% for 5 minutes")
     vault.remember("错误码 ERR_4031 表示令牌过期")
-    assert vault.recall("合同编号")[0].content.startswith("客户张三")
-    assert vault.recall("CT2024")[0].content.startswith("客户张三")
+    assert vault.recall("合同编号")[0].content.startswith("客户[[张三]]")  # the customer's name became a link
+    assert vault.recall("CT2024")[0].content.startswith("客户[[张三]]")
     assert vault.recall("ERR_4031")[0].content.startswith("错误码")
     assert vault.recall("令牌")[0].content.startswith("错误码")
-    assert vault.recall("ＣＴ２０２４")[0].content.startswith("客户张三")  # full-width input
+    assert vault.recall("ＣＴ２０２４")[0].content.startswith("客户[[张三]]")  # full-width input
 
 
 def test_tags_intersect_and_are_case_and_width_insensitive(vault):

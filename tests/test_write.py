@@ -16,24 +16,25 @@ def test_remember_writes_a_spec_note(vault):
     note = parse_note((vault.root / result.path).read_bytes())
     assert list(note.meta)[:3] == ["id", "type", "value"]
     assert note.meta["id"] == result.id
-    assert note.meta["tags"] == ["contract", "client_zhangsan"]
+    assert note.meta["tags"] == ["contract", "client_zhangsan", "contract_id"]  # the extracted type is a tag
     assert note.meta["score"] == 7.0 and note.meta["source"] == "finance-bot"
     assert note.meta["lifecycle"] == "fact" and note.meta["status"] == "active"
-    assert note.meta["namespace"] == "shared" and note.meta["trust"] == "user"
+    assert note.meta["namespace"] == "shared" and note.meta["trust"] == "agent"  # trust follows the source
     assert note.meta["version"] == ["testbox-0001:1"]
     assert note.meta["timestamp"].tzinfo is not None
-    assert note.body.strip() == "客户张三的合同编号是 CT2024-0876"
+    assert note.body.strip() == "客户[[张三]]的合同编号是 CT2024-0876"  # the customer became an entity
+    assert (vault.root / "entities/张三.md").exists()
     assert result.path == "memories/客户张三的合同编号是 CT2024-0876.md"
 
 
 def test_defaults_come_from_config(vault):
     cfg = vault.root / ".vaultmem/config.yaml"
-    cfg.write_text("defaults:\n  lifecycle: preference\n  score: 6.5\n", encoding="utf-8")
+    cfg.write_text("defaults:\n  lifecycle: preference\n  namespace: team\n", encoding="utf-8")
     from vaultmem import Vault
 
     v = Vault(vault.root)
     note = parse_note((v.root / v.remember("Likes dark mode").path).read_bytes())
-    assert note.meta["lifecycle"] == "preference" and note.meta["score"] == 6.5
+    assert note.meta["lifecycle"] == "preference" and note.meta["namespace"] == "team"
 
 
 def test_the_same_content_twice_is_one_note(vault):
@@ -45,7 +46,7 @@ def test_the_same_content_twice_is_one_note(vault):
 
 def test_same_title_different_content_gets_a_second_readable_name(vault):
     a = vault.remember("Server alert threshold", tags=["a"])
-    b = vault.remember("Server alert threshold!")
+    b = vault.remember("Server alert threshold\n\nRaised after the October incident, see the runbook.")
     assert a.path != b.path
     assert b.path.endswith("Server alert threshold 2.md") or b.path.endswith("Server alert threshold!.md")
 
@@ -78,28 +79,31 @@ def test_batch_imports_with_progress_and_dedups(vault):
 
 
 def test_a_batch_killed_half_way_finishes_without_duplicates_when_run_again(vault, monkeypatch):
-    from vaultmem import write
+    from vaultmem.write import Writer
 
-    items = [{"text": f"Imported fact {i}"} for i in range(20)]
-    real = write._create
+    items = [{"text": f"Imported fact {i}", "timestamp": "2026-11-02T10:00:00+00:00"} for i in range(20)]
+    real = Writer._create
     calls = {"n": 0}
 
-    def crash_after_ten(*args, **kwargs):
+    def crash_after_ten(self, *args, **kwargs):
         calls["n"] += 1
         if calls["n"] > 10:
             raise KeyboardInterrupt  # the process is killed mid-batch
-        return real(*args, **kwargs)
+        return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(write, "_create", crash_after_ten)
+    monkeypatch.setattr(Writer, "_create", crash_after_ten)
     with pytest.raises(KeyboardInterrupt):
         vault.remember_many(items)
-    monkeypatch.setattr(write, "_create", real)
+    monkeypatch.setattr(Writer, "_create", real)
     on_disk = list((vault.root / "memories").glob("*.md"))
     assert len(on_disk) == 10 and all(parse_note(p.read_bytes()).meta["id"] for p in on_disk)
     results = vault.remember_many(items)
     assert sum(r.action == "unchanged" for r in results) == 10
     assert len(list((vault.root / "memories").glob("*.md"))) == 20
     assert not list((vault.root / "memories").glob(".*"))  # no temp files left behind
+    day = (vault.root / "episodes/2026-11-02.md").read_text(encoding="utf-8")
+    assert day.count("[[Imported fact") == 20  # the episode lines the killed run owed are written
+    assert vault.doctor().ok
 
 
 def test_jsonl_errors_name_the_line():

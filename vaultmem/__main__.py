@@ -4,12 +4,13 @@ import sys
 
 
 def main() -> None:
-    """Run the CLI; a plain `recall` takes the fast path that does not import typer."""
+    """Run the CLI; a plain `recall` or `remember` takes the fast path that does not import typer."""
     argv = sys.argv[1:]
-    if argv[:1] == ["recall"] and not {"--help", "-h"} & set(argv):
-        from .console import fast_recall
+    if argv[:1] in (["recall"], ["remember"]) and not {"--help", "-h", "--batch"} & set(argv):
+        from . import console
 
-        code = fast_recall(argv[1:])
+        fast = console.fast_recall if argv[0] == "recall" else console.fast_remember
+        code = fast(argv[1:])
         if code is not None:
             sys.exit(code)
     from .cli import app

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
-from .console import error_message, open_vault, print_json, recall_command
+from .console import error_message, open_vault, print_json, recall_command, remember_command
 from .errors import VaultmemError
 
 EXIT_ERROR = 1
@@ -72,36 +72,32 @@ def init(path: Annotated[Path, typer.Argument(help="Folder to make a vault (crea
 def remember(
     text: Annotated[Optional[str], typer.Argument(help="The memory (omit with --batch).")] = None,
     tag: TagOpt = None,
-    source: Annotated[Optional[str], typer.Option(help="Who writes it: user, an agent name, import:<x>.")] = None,
+    source: Annotated[Optional[str], typer.Option(help="Who writes it: user, an agent name, web, import:<x>.")] = None,
     lifecycle: Annotated[Optional[str], typer.Option(help="task, note, event, preference, fact, permanent.")] = None,
-    score: Annotated[Optional[float], typer.Option(help="Importance 0..10.")] = None,
+    score: Annotated[Optional[float], typer.Option(help="Importance 0..10 (default: computed, see --explain).")] = None,
     timestamp: Annotated[Optional[str], typer.Option(help="When it happened (ISO 8601), for imports.")] = None,
     type_: Annotated[Optional[str], typer.Option("--type", help="fact, preference, event, task, lesson, …")] = None,
     value: Annotated[Optional[str], typer.Option(help="A structured value (an id, a date, a number).")] = None,
-    namespace: Annotated[Optional[str], typer.Option(help="shared, or an agent's private space.")] = None,
+    namespace: Annotated[Optional[str], typer.Option(help="shared (default), or an agent's private space.")] = None,
     episode: Annotated[Optional[str], typer.Option(help="Session or conversation id grouping memories.")] = None,
+    entity: Annotated[Optional[list[str]], typer.Option(
+        help="An entity the memory is about (repeatable); its note is created if missing.")] = None,
+    candidate: Annotated[bool, typer.Option(help="Stage it in the inbox until `vaultmem confirm`.")] = False,
+    supersedes: Annotated[Optional[str], typer.Option(help="Id or title of the memory this one replaces.")] = None,
     batch: Annotated[Optional[str], typer.Option(help="Import a JSON-lines file ('-' for stdin).")] = None,
+    explain: Annotated[bool, typer.Option(help="Show the extraction, importance and dedup decision.")] = False,
     vault: VaultOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Store a memory as a note (the same content twice stays one note)."""
-    v = open_vault(vault)
+    """Store a memory: secrets redacted, values extracted, duplicates merged, entities linked."""
     if batch is not None:
-        _remember_batch(v, batch, json_out)
+        _remember_batch(open_vault(vault), batch, json_out, explain)
         return
-    if not text:
-        raise VaultmemError("nothing to remember: give a TEXT or --batch FILE")
-    if v.config["index"]["auto_refresh"]:
-        v.refresh()
-    result = v.remember(text, tags=tag, source=source, lifecycle=lifecycle, score=score, timestamp=timestamp,
-                        type=type_, value=value, namespace=namespace, episode=episode)
-    if json_out:
-        print_json(result.to_dict())
-    else:
-        typer.echo(f"{result.action}: {result.path} ({result.id})")
+    remember_command(text, tag, source, lifecycle, score, timestamp, type_, value, namespace, episode, entity,
+                     candidate, supersedes, explain, vault, json_out)
 
 
-def _remember_batch(vault, batch: str, json_out: bool) -> None:
+def _remember_batch(vault, batch: str, json_out: bool, explain: bool) -> None:
     from .write import read_jsonl
 
     if batch == "-":
@@ -114,16 +110,49 @@ def _remember_batch(vault, batch: str, json_out: bool) -> None:
     items = list(read_jsonl(lines))
     update, close = _progress("remembering")
     try:
-        results = vault.remember_many(items, progress=lambda n: update(n, len(items)))
+        results = vault.remember_many(items, progress=lambda n: update(n, len(items)), explain=explain)
     finally:
         close()
-    counts = {"created": 0, "unchanged": 0}
+    counts = {"created": 0, "merged": 0, "unchanged": 0}
     for r in results:
         counts[r.action] = counts.get(r.action, 0) + 1
     if json_out:
         print_json({"total": len(results), **counts, "results": [r.to_dict() for r in results]})
     else:
-        typer.echo(f"{len(results)} memories: {counts['created']} created, {counts['unchanged']} unchanged")
+        typer.echo(f"{len(results)} memories: {counts['created']} created, {counts['merged']} merged, "
+                   f"{counts['unchanged']} unchanged")
+
+
+@app.command()
+def confirm(ref: Annotated[str, typer.Argument(help="The candidate's id, path or title.")],
+            vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
+    """Promote a candidate from the inbox: it becomes an active memory."""
+    v = open_vault(vault)
+    v.refresh()
+    result = v.confirm(ref)
+    if json_out:
+        print_json(result.to_dict())
+    else:
+        typer.echo(f"confirmed: {result.path} ({result.id})")
+
+
+entity_app = typer.Typer(cls=_Group, no_args_is_help=True, help="Entity notes: people, projects, customers.")
+app.add_typer(entity_app, name="entity")
+
+
+@entity_app.command("add")
+def entity_add(name: Annotated[str, typer.Argument(help="The entity's name (its note's file name).")],
+               alias: Annotated[Optional[list[str]], typer.Option(
+                   "--alias", "-a", help="Another name it goes by (repeatable).")] = None,
+               tag: TagOpt = None, vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
+    """Create an entity note (or add aliases to an existing one); mentions then become links."""
+    v = open_vault(vault)
+    v.refresh()
+    action, path = v.add_entity(name, alias or [], tag or [])
+    if json_out:
+        print_json({"action": action, "path": path})
+    else:
+        typer.echo(f"{action}: {path}")
 
 
 @app.command()

@@ -83,7 +83,7 @@ ranking:
 
 extraction:               # typed values, cue phrases and names found by rule when remembering (SPEC §6)
   rules: []               # your value rules, tried before the built-ins, e.g.
-                          #   - {type: ticket_id, regex: 'TKT-\d+', context: [工单, ticket]}
+                          #   - {type: ticket_id, regex: 'TKT-[0-9]+', context: [工单, ticket]}
                           # context (optional): the rule applies only near one of these words
   cues:                   # extra cue phrases per kind, added to the built-in ones (any case)
     remember: []          # built-in: 记住, 别忘了, 务必, remember this, don't forget …

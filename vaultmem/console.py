@@ -1,7 +1,7 @@
-"""Command bodies shared by the typer CLI and the fast `recall` path (no typer import here).
+"""Command bodies shared by the typer CLI and the fast `recall`/`remember` paths (no typer here).
 
-`vaultmem recall` is what agents and shells call most; importing typer costs more than the
-recall itself, so `__main__` parses a plain recall with argparse and runs the same body.
+`vaultmem recall` and `vaultmem remember` are what agents and hooks call most; importing typer
+costs more than either, so `__main__` parses their plain forms with argparse and runs the same body.
 """
 
 from __future__ import annotations
@@ -81,18 +81,76 @@ def _print_hit(rank: int, hit, explain: bool) -> None:
               f"final={hit.final:.3f}  ({hit.path})")
 
 
-def _recall_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="vaultmem recall", add_help=False, exit_on_error=False)
-    p.add_argument("query", nargs="?")
+def remember_command(text: str | None, tag: list[str] | None, source: str | None, lifecycle: str | None,
+                     score: float | None, timestamp: str | None, type_: str | None, value: str | None,
+                     namespace: str | None, episode: str | None, entity: list[str] | None, candidate: bool,
+                     supersedes: str | None, explain: bool, vault: Path | str | None, json_out: bool) -> None:
+    """`vaultmem remember TEXT`: refresh, run the write pipeline, print what happened."""
+    if not text:
+        raise VaultmemError("nothing to remember: give a TEXT or --batch FILE")
+    v = open_vault(vault)
+    if v.config["index"]["auto_refresh"]:
+        v.refresh()
+    result = v.remember(text, tags=tag, source=source, lifecycle=lifecycle, score=score, timestamp=timestamp,
+                        type=type_, value=value, namespace=namespace, episode=episode, entity=entity,
+                        candidate=candidate or None, supersedes=supersedes, explain=explain)
+    if json_out:
+        print_json(result.to_dict())
+        return
+    print(f"{result.action}: {result.path} ({result.id})")
+    if explain:
+        _print_explain(result)
+
+
+def _print_explain(result) -> None:
+    info = result.explain or {}
+    print(f"  type: {result.type or '-'}  value: {result.value or '-'}  score: {result.score:g}"
+          f"  status: {result.status}  tags: {', '.join(result.tags) or '-'}")
+    for label, points in info.get("importance", []):
+        print(f"  importance {points:+g}  {label}")
+    for item in info.get("values", []):
+        print(f"  extracted {item['type']}: {item['value']}")
+    if info.get("cues"):
+        print(f"  cues: {', '.join(info['cues'])}")
+    if info.get("entities"):
+        print(f"  linked: {', '.join(info['entities'])}")
+    if info.get("redacted"):
+        print(f"  redacted: {', '.join(info['redacted'])}")
+    print(f"  trust: {info.get('trust')}  decision: {info.get('decision')}")
+
+
+def _parser(prog: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, add_help=False, exit_on_error=False)
+    p.error = lambda message: (_ for _ in ()).throw(_Unparsed(message))  # type: ignore[method-assign]
+    p.add_argument("--vault", "-V")
+    p.add_argument("--json", dest="json_out", action="store_true")
     p.add_argument("--tag", "-t", action="append")
+    for name in ("--type", "--source", "--namespace", "--lifecycle"):
+        p.add_argument(name)
+    return p
+
+
+def _remember_parser() -> argparse.ArgumentParser:
+    p = _parser("vaultmem remember")
+    p.add_argument("text")
+    p.add_argument("--score", type=float)
+    for name in ("--timestamp", "--value", "--episode", "--supersedes"):
+        p.add_argument(name)
+    p.add_argument("--entity", action="append")
+    for flag in ("candidate", "explain"):
+        p.add_argument(f"--{flag}", action="store_true")
+    return p
+
+
+def _recall_parser() -> argparse.ArgumentParser:
+    p = _parser("vaultmem recall")
+    p.add_argument("query", nargs="?")
     p.add_argument("--limit", "-k", type=int)
-    for name in ("--type", "--source", "--namespace", "--lifecycle", "--since", "--until"):
+    for name in ("--since", "--until"):
         p.add_argument(name)
     p.add_argument("--status", action="append")
     for flag in ("include-superseded", "include-candidates", "include-archived", "explain", "refresh"):
         p.add_argument(f"--{flag}", action=argparse.BooleanOptionalAction, default=flag == "refresh")
-    p.add_argument("--vault", "-V")
-    p.add_argument("--json", dest="json_out", action="store_true")
     return p
 
 
@@ -100,16 +158,11 @@ class _Unparsed(Exception):
     pass
 
 
-def _parse_recall(argv: list[str]) -> dict[str, Any]:
-    parser = _recall_parser()
-    parser.error = lambda message: (_ for _ in ()).throw(_Unparsed(message))  # type: ignore[method-assign]
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> dict[str, Any]:
     try:
-        ns = parser.parse_args(argv)
+        opts = vars(parser.parse_args(argv))
     except (argparse.ArgumentError, _Unparsed):
         raise _Unparsed from None
-    if ns.limit is not None and ns.limit < 1:
-        raise _Unparsed
-    opts = vars(ns)
     opts["type_"] = opts.pop("type")
     if opts["vault"] is None:
         opts["vault"] = next((os.environ[e] for e in VAULT_ENV if os.environ.get(e)), None)
@@ -119,10 +172,21 @@ def _parse_recall(argv: list[str]) -> dict[str, Any]:
 def fast_recall(argv: list[str]) -> int | None:
     """Run `recall ARGS` without typer; None when the arguments need the full CLI (help, errors)."""
     try:
-        opts = _parse_recall(argv)
+        opts = _parse(_recall_parser(), argv)
     except _Unparsed:
         return None
+    if opts["limit"] is not None and opts["limit"] < 1:
+        return None
     return guarded(recall_command, **opts)
+
+
+def fast_remember(argv: list[str]) -> int | None:
+    """Run `remember TEXT ARGS` without typer; None when the arguments need the full CLI."""
+    try:
+        opts = _parse(_remember_parser(), argv)
+    except _Unparsed:
+        return None
+    return guarded(remember_command, **opts)
 
 
 def error_message(exc: BaseException) -> str | None:

@@ -554,10 +554,14 @@ def importance(extraction: Extraction, *, position: str | None = None,
     return score, parts
 
 
+_POINTS = {"cue_remember", "cue_later", "content_values", "content_names", "content_plain", "first", "last"}
+
+
 def _points(config: Mapping[str, Any] | None) -> dict[str, float]:
-    base = defaults()["extraction"]["importance"]
     given = ((config or {}).get("extraction") or {}).get("importance") or {}
-    return {k: float(v) for k, v in {**base, **given}.items()}
+    if not _POINTS <= given.keys():  # a vault's config is complete; parsing the defaults costs ~50 ms
+        given = {**defaults()["extraction"]["importance"], **given}
+    return {k: float(v) for k, v in given.items()}
 
 
 def _cue_part(cues: list[str], points: dict[str, float]) -> tuple[str, float] | None:

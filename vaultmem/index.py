@@ -24,16 +24,16 @@ from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from . import text
 from .events import log_files, read_new_lines
 from .records import Record, build_records, index_terms
-from .snapshot import COLUMNS, PostingsBuilder, Snapshot, load_snapshot, write_generation
 
-SCHEMA_VERSION = 2
+if TYPE_CHECKING:  # numpy and the snapshot load only when postings are built or read: a write does neither
+    from .snapshot import PostingsBuilder, Snapshot
+
+SCHEMA_VERSION = 3
 CHUNK = 512  # files per parse job
 RACY_NS = 2_000_000_000  # coarse file-system clocks: an mtime this close to a check proves nothing
 
@@ -53,6 +53,10 @@ CREATE TABLE IF NOT EXISTS delta(doc INTEGER PRIMARY KEY, terms TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS tomb(doc INTEGER PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS access(id TEXT PRIMARY KEY, uses INTEGER NOT NULL, last REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS logpos(file TEXT PRIMARY KEY, offset INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS notes_value ON notes(type, value);
+CREATE TABLE IF NOT EXISTS dupkey(key INTEGER NOT NULL, path TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS dupkey_key ON dupkey(key);
+CREATE INDEX IF NOT EXISTS dupkey_path ON dupkey(path);
 """
 
 
@@ -251,12 +255,14 @@ class Index:
         The old rows go in the same transaction, with the generation pointer: a reader that comes
         meanwhile finds no generation and waits for this build instead of mixing old and new.
         """
+        from .snapshot import COLUMNS, PostingsBuilder
+
         items = [(rel, root.kind, root.folder, mtime, size, "") for rel, (root, mtime, size) in sorted(files.items())]
         chunks = [items[i:i + CHUNK] for i in range(0, len(items), CHUNK)]
         postings = PostingsBuilder()
         columns: dict[str, list] = {name: [] for name in COLUMNS}
         with _transaction(conn):
-            for table in ("notes", "delta", "tomb"):
+            for table in ("notes", "delta", "tomb", "dupkey"):
                 conn.execute(f"DELETE FROM {table}")
             conn.execute("DELETE FROM meta WHERE key IN ('generation', 'n_base')")
             for recs, _ in _map_chunks(str(self.vault_root), chunks, self.defaults):
@@ -266,6 +272,7 @@ class Index:
                     for name in COLUMNS:
                         columns[name].append(getattr(rec, name))
                 conn.executemany(_INSERT_NOTE, [(first + i, *_row(rec)) for i, rec in enumerate(recs)])
+                conn.executemany(_INSERT_KEY, _dup_keys(recs))
                 if progress:
                     progress(postings.n_docs, len(items))
             # until the generation below exists, the next refresh must rebuild it from these rows
@@ -330,6 +337,7 @@ class Index:
             records = sorted(records, key=lambda rec: rec.path)  # the order a generation keeps
             docs = range(next_doc, next_doc + len(records))
             conn.executemany(_INSERT_NOTE, [(doc, *_row(rec)) for doc, rec in zip(docs, records)])
+            conn.executemany(_INSERT_KEY, _dup_keys(records))
             if to_delta:
                 conn.executemany("INSERT INTO delta VALUES (?, ?)",
                                  [(doc, _encode_terms(rec.terms)) for doc, rec in zip(docs, records)])
@@ -342,6 +350,7 @@ class Index:
         if row is None:
             return
         conn.execute("DELETE FROM notes WHERE doc = ?", row)
+        conn.execute("DELETE FROM dupkey WHERE path = ?", (rel,))
         if conn.execute("DELETE FROM delta WHERE doc = ?", row).rowcount == 0:
             conn.execute("INSERT OR IGNORE INTO tomb VALUES (?)", row)
 
@@ -369,6 +378,10 @@ class Index:
         never re-read); the others' terms come from `fresh` (just parsed), else the delta, else
         their stored text re-tokenised.
         """
+        import numpy as np
+
+        from .snapshot import COLUMNS, PostingsBuilder
+
         rows = conn.execute(f"SELECT doc, path, {', '.join(COLUMNS)} FROM notes ORDER BY doc").fetchall()
         generation = self._meta(conn, "generation")
         n_base = int(self._meta(conn, "n_base", "0")) if generation else 0
@@ -397,6 +410,8 @@ class Index:
     def _switch(self, conn: sqlite3.Connection, postings: PostingsBuilder, columns: dict[str, list],
                 docs: list[int]) -> None:
         """Write a new generation and make it current; `docs` are the rows' numbers, which become 0..n-1."""
+        from .snapshot import write_generation
+
         generation = int(self._meta(conn, "generation", "0") or 0) + 1
         write_generation(self.cache_dir / f"gen-{generation}", postings, columns)
         with _transaction(conn):
@@ -466,6 +481,10 @@ class Index:
             return self._snapshot
 
     def _load(self, conn: sqlite3.Connection) -> Snapshot:
+        import numpy as np
+
+        from .snapshot import COLUMNS, load_snapshot
+
         for _ in range(3):
             with _transaction(conn, "BEGIN"):
                 generation = self._meta(conn, "generation", "")
@@ -501,6 +520,14 @@ class Index:
         sql = f"SELECT {', '.join(NOTE_FIELDS)} FROM notes WHERE {where} ORDER BY {order}"
         return [_row_dict(r) for r in conn.execute(sql, params)]
 
+    def near_duplicate_paths(self, keys: list[int]) -> list[str]:
+        """Paths of memory notes sharing a sketch key with a text (dedup.sketch_keys), oldest first."""
+        if not keys:
+            return []
+        marks = ", ".join("?" * len(keys))
+        rows = self._conn().execute(f"SELECT DISTINCT path FROM dupkey WHERE key IN ({marks}) ORDER BY rowid", keys)
+        return [r[0] for r in rows]
+
     def count(self, where: str = "1", params: tuple = ()) -> int:
         """How many notes match a SQL condition."""
         return self._conn().execute(f"SELECT count(*) FROM notes WHERE {where}", params).fetchone()[0]
@@ -521,6 +548,7 @@ class Index:
 
 
 _INSERT_NOTE = f"INSERT INTO notes (doc, {', '.join(NOTE_FIELDS)}) VALUES ({', '.join('?' * (len(NOTE_FIELDS) + 1))})"
+_INSERT_KEY = "INSERT INTO dupkey VALUES (?, ?)"
 _UPSERT_ACCESS = ("INSERT INTO access VALUES (?, 1, ?) ON CONFLICT(id) DO UPDATE SET uses = uses + 1, "
                   "last = max(last, excluded.last)")
 
@@ -573,6 +601,11 @@ def _walk(folder: str):
                         yield entry.path, st.st_mtime_ns, st.st_size
                 elif entry.is_dir(follow_symlinks=False):
                     stack.append(entry.path)
+
+
+def _dup_keys(records: list[Record]) -> list[tuple[int, str]]:
+    """(key, path) rows of the near-duplicate sketch of each memory (not entities or episodes)."""
+    return [(key, rec.path) for rec in records for key in rec.sketch]
 
 
 def _row(rec: Record) -> tuple:

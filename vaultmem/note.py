@@ -540,6 +540,7 @@ def _string(text: str, flow: bool, quote: str | None) -> str:
     return _double_quoted(text)
 
 
+@lru_cache(maxsize=8192)  # tags, sources, types and namespaces repeat from note to note
 def _plain_ok(text: str, flow: bool) -> bool:
     """Whether YAML reads `text` unquoted back as the same string."""
     if not text or text[0] in _INDICATORS or text[0].isspace() or text[-1].isspace():

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import text
+from .dedup import sketch_keys
 from .errors import NoteFormatError
 
 KINDS = ("memory", "entity", "episode")
@@ -47,6 +48,7 @@ class Record:
     stamp: str = ""  # the note's timestamp exactly as written (for display)
     error: str = ""
     terms: Counter = field(default_factory=Counter)
+    sketch: list[int] = field(default_factory=list)  # near-duplicate keys of the body (dedup.sketch_keys)
 
 
 def link_key(name: str) -> str:
@@ -137,6 +139,8 @@ def _fill_from_note(rec: Record, meta: dict[str, Any], body: str, tags: list[str
     rec.body = body
     rec.fp = text.fingerprint(body)
     rec.terms = index_terms(rec)
+    if rec.kind == "memory":
+        rec.sketch = sketch_keys(text.terms(body))
 
 
 def build_records(root: str, items: list[tuple], defaults: dict[str, Any]) -> tuple[list[Record], list[tuple]]:

@@ -82,6 +82,7 @@ class Vault:
             raise VaultNotFound(f"{self.root} is not a vaultmem vault (no {STATE_DIR}/); run `vaultmem init {path}`")
         self.state = self.root / STATE_DIR
         self.config = load_config(self.state / "config.yaml", self.state / "cache" / "config.json")
+        self._safe_dirs: set[str] = set()
         self.memory_root = self._checked(self.root / str(self.config["memory_root"]))
         self.folders = {role: self._checked(self.memory_root / name)
                         for role, name in self.config["folders"].items()}
@@ -91,8 +92,20 @@ class Vault:
         self._index_lock = threading.Lock()
 
     def _checked(self, path: Path) -> Path:
+        """The path, if it stays inside the vault with symlinks resolved; raises UnsafePath.
+
+        A batch writes thousands of notes into a few folders: a folder found safe once is
+        remembered, and a plain name in it only needs one lstat (is it a symlink?).
+        """
+        parent = str(path.parent)
+        if parent in self._safe_dirs and path.name not in ("", ".", "..") and not os.path.islink(path):
+            return path
         if not inside(self.root, path):
             raise UnsafePath(f"{path} is outside the vault {self.root}")
+        if path.is_dir():
+            self._safe_dirs.add(str(path))
+        elif inside(self.root, path.parent):
+            self._safe_dirs.add(parent)
         return path
 
     @classmethod
@@ -166,9 +179,10 @@ class Vault:
                 return role
         return None
 
-    def record_for(self, path: Path) -> Record:
-        """Parse a note file of this vault into an index record."""
-        data = path.read_bytes()
+    def record_for(self, path: Path, data: bytes | None = None) -> Record:
+        """Parse a note file of this vault into an index record (data: its bytes, if at hand)."""
+        if data is None:
+            data = path.read_bytes()
         st = path.stat()
         role = self.folder_of(path) or "memories"
         return build_record(data, self.relpath(path), KIND_BY_FOLDER.get(role, "memory"), role,
@@ -228,18 +242,32 @@ class Vault:
         append_events(self.device_dir, "events", ({"event": "access", "id": i, "ts": stamp} for i in ids), stamp)
 
     # -- the public operations (each in its own module; the Vault is their one entry point) ----
-    def remember(self, text: str, **fields: Any):
-        """Store one memory. Fields: tags, source, lifecycle, score, timestamp, type, value,
-        namespace, episode, title. Returns a WriteResult (action 'created' or 'unchanged')."""
+    def remember(self, text: str, *, explain: bool = False, **fields: Any):
+        """Store one memory through the write pipeline. Fields: tags, source, lifecycle, score,
+        timestamp, type, value, namespace, episode, title, entity, candidate, supersedes, position.
+        Returns a WriteResult (action 'created', 'merged' or 'unchanged'; `explain` adds the why)."""
         from .write import remember
 
-        return remember(self, text, **fields)
+        return remember(self, text, explain=explain, **fields)
 
-    def remember_many(self, items: Iterable[dict[str, Any]], progress: Callable[[int], None] | None = None):
+    def remember_many(self, items: Iterable[dict[str, Any]], progress: Callable[[int], None] | None = None,
+                      *, explain: bool = False):
         """Store many memories (dicts with `text` and optional fields), crash-safe and idempotent."""
         from .write import remember_many
 
-        return remember_many(self, items, progress)
+        return remember_many(self, items, progress, explain=explain)
+
+    def confirm(self, ref: str):
+        """Promote a candidate memory from the inbox (status active, moved to memories/)."""
+        from .write import confirm
+
+        return confirm(self, ref)
+
+    def add_entity(self, name: str, aliases: Iterable[str] = (), tags: Iterable[str] = ()) -> tuple[str, str]:
+        """Create an entity note (or add aliases to it); returns (action, vault path)."""
+        from .links import add_entity
+
+        return add_entity(self, name, aliases, tags=tags)
 
     def recall(self, query: str = "", **options: Any):
         """Recall memories for free text and/or tags. Options are the fields of recall.Query

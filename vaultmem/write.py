@@ -1,4 +1,10 @@
-"""remember: turn a text into a memory note (plain form: frontmatter defaults, idempotent by fingerprint)."""
+"""remember: the write pipeline of SPEC §6, one code path for single writes and batches.
+
+policy (secrets out, blocked tags refused, trust from the source) → extraction (typed values, cues,
+names) → importance → links to known entities → dedup (fingerprint, same (type, value), near
+duplicate) → conflict (a new value of an entity's attribute supersedes the old note) → persist
+(atomic note, episode line, index, audit event).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,7 @@ import datetime as dt
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,26 +21,41 @@ from .errors import VaultmemError, WriteConflict
 from .vault import new_ulid, safe_filename
 
 if TYPE_CHECKING:
+    from .extract import Extraction
     from .vault import Vault
 
 TITLE_CHARS = 60
+CONFLICT_RETRIES = 5
 _LINK = re.compile(r"\[\[([^\]|#]*)(?:#[^\]|]*)?(?:\|([^\]]*))?\]\]")
 BATCH_FIELDS = {"text", "tags", "source", "lifecycle", "score", "timestamp", "type", "value", "namespace",
-                "episode", "title"}
+                "episode", "title", "entity", "candidate", "supersedes", "position"}
+_KEY_ORDER = ("id", "type", "value", "score", "timestamp", "tags", "source", "lifecycle", "trust", "status",
+              "supersedes", "namespace", "episode", "version")
 
 
 @dataclass(frozen=True)
 class WriteResult:
-    """What remember did: created a note, or found the same memory already there (unchanged)."""
+    """What remember did: created a note, merged into an existing one, or found it already there."""
 
-    action: str
+    action: str                      # created | merged | unchanged
     id: str
     path: str
     title: str
+    supersedes: str | None = None    # id of the memory this one replaced
+    type: str = ""
+    value: str = ""
+    score: float = 0.0
+    status: str = "active"
+    tags: list[str] = field(default_factory=list)
+    redacted: list[str] = field(default_factory=list)  # kinds of secrets removed before writing
+    explain: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return asdict(self)
+        """JSON-ready form (`explain` only when it was asked for)."""
+        out = asdict(self)
+        if out["explain"] is None:
+            del out["explain"]
+        return out
 
 
 def parse_time(value: str | dt.datetime | dt.date | None) -> dt.datetime:
@@ -72,119 +93,518 @@ def _str_list(value: Any, name: str) -> list[str]:
     return [str(v).lstrip("#") for v in value if str(v).strip("# ")]
 
 
-def build_meta(vault: Vault, fields: dict[str, Any]) -> dict[str, Any]:
-    """SPEC §3 frontmatter for a new memory, in its documented key order, defaults from config."""
-    d = vault.config["defaults"]
-    when = parse_time(fields.get("timestamp"))
-    meta: dict[str, Any] = {"id": new_ulid(when.timestamp()), "type": fields.get("type") or d["type"]}
-    if fields.get("value") not in (None, ""):
-        meta["value"] = str(fields["value"])
-    score = fields.get("score")
-    meta["score"] = float(d["score"] if score is None else score)
-    if not 0 <= meta["score"] <= 10:
-        raise VaultmemError(f"score must be between 0 and 10, not {meta['score']:g}")
-    meta["timestamp"] = when
-    meta["tags"] = _str_list(fields.get("tags"), "tags")
-    meta["source"] = str(fields.get("source") or d["source"])
-    meta["lifecycle"] = str(fields.get("lifecycle") or d["lifecycle"])
-    meta["trust"] = str(d["trust"])
-    meta["status"] = "active"
-    meta["namespace"] = str(fields.get("namespace") or d["namespace"])
-    if fields.get("episode"):
-        meta["episode"] = str(fields["episode"])
-    meta["version"] = [f"{vault.device}:1"]
-    return meta
+def _names(value: Any) -> list[str]:
+    """Entity names: a string is one name (names have spaces), a list is several."""
+    if value is None:
+        return []
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+        raise VaultmemError("entity must be a name or a list of names")
+    return [n.strip() for n in names if n.strip()]
 
 
-def _existing(vault: Vault, fp: str) -> WriteResult | None:
-    rows = vault.index.select_notes("fp = ? AND kind = 'memory'", (fp,))
-    for row in rows:
-        if (vault.root / row["path"]).exists():
-            return WriteResult("unchanged", row["id"], row["path"], row["title"])
-    return None
+def _union(first: Iterable[str], second: Iterable[str]) -> list[str]:
+    """Tags of both, in order, each once (compared case- and width-insensitively)."""
+    out: dict[str, str] = {}
+    for tag in [*first, *second]:
+        out.setdefault(text.normalize_tag(tag), tag)
+    return list(out.values())
 
 
-def _new_path(folder: Path, title: str, attempt: int) -> Path:
-    stem = safe_filename(title)
-    return folder / (f"{stem}.md" if attempt == 0 else f"{stem} {attempt + 1}.md")
+def _bump_version(version: Any, device: str) -> list[str]:
+    """The version vector with this device's counter raised by one."""
+    entries = [str(v) for v in version] if isinstance(version, list) else []
+    for i, entry in enumerate(entries):
+        name, _, count = entry.rpartition(":")
+        if name == device:
+            entries[i] = f"{device}:{int(count) + 1 if count.isdigit() else 1}"
+            return entries
+    return [*entries, f"{device}:1"]
 
 
-def _create(vault: Vault, body: str, fields: dict[str, Any], durable: bool,
-            taken: set[str]) -> tuple[WriteResult, Path]:
-    """Write a new note under a unique readable name (never replacing a file another writer took).
+@dataclass
+class _Draft:
+    """One memory on its way to disk, after policy, extraction and linking."""
 
-    taken: the case-folded names already in the folder, listed once per batch and kept up to date.
+    body: str
+    meta: dict[str, Any]
+    title: str
+    folder: str
+    entities: list[str]           # entities the body links to (title keys)
+    redacted: list[str]
+    explain: dict[str, Any]
+    fp: str = ""
+    keys: list[int] = field(default_factory=list)
+
+
+@dataclass
+class _Known:
+    """A memory note this pipeline may merge into or supersede."""
+
+    path: str
+    id: str
+    title: str
+    type: str
+    value: str
+    namespace: str
+    status: str
+    score: float = 0.0
+
+
+class Writer:
+    """The write pipeline over one vault; one instance per call (single write or batch).
+
+    State kept across a batch lets the batch dedup against itself before its notes are indexed.
     """
-    from .note import render_new  # YAML is imported only by code that writes notes
 
-    meta = build_meta(vault, fields)
-    title = str(fields.get("title") or make_title(body))
-    content = render_new(meta, body.rstrip("\n") + "\n")
-    folder = vault.folders["memories"]
-    for attempt in range(10_000):
-        path = _new_path(folder, title, attempt)
-        if path.name.casefold() in taken:
-            continue
-        try:
-            vault.write_text(path, content, expected_sha=None, durable=durable)
-        except WriteConflict:
+    def __init__(self, vault: Vault, *, durable: bool, explain: bool = False):
+        from .extract import Extractor
+        from .policy import Policy
+
+        self.vault = vault
+        self.settings = vault.config["write"]
+        self.policy = Policy.from_config(vault.config)
+        self.extractor = Extractor.from_config(vault.config)
+        self.durable = durable
+        self.want_explain = explain
+        self._matcher = None
+        self._taken: dict[str, set[str]] = {}
+        self._by_fp: dict[str, WriteResult] = {}
+        self._by_value: dict[tuple[str, str, str], _Known] = {}
+        self._by_attr: dict[tuple[str, str, str], _Known] = {}
+        self._bodies: dict[str, str] = {}
+        self._plains: dict[str, tuple[str, str]] = {}  # path -> (body, its plain_text)
+        self._known: dict[str, _Known] = {}
+        self._changed: dict[str, Path] = {}
+        self._written: dict[str, str] = {}  # text of the notes this writer created, for the index
+        self._episodes: list[Any] = []
+        self._audit: list[dict[str, Any]] = []
+        from .dedup import BatchKeys
+
+        self._keys = BatchKeys()
+
+    # -- checks that run before anything is written --------------------------------------------
+    def check(self, item: dict[str, Any], where: str) -> tuple[str, dict[str, Any]]:
+        """Validate one item (fields, blocked tags); raises VaultmemError/PolicyViolation."""
+        unknown = set(item) - BATCH_FIELDS
+        if unknown:
+            raise VaultmemError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+        body = item.get("text")
+        if not isinstance(body, str) or not body.strip():
+            raise VaultmemError(f"{where}: `text` is required and must be a non-empty string")
+        fields = {k: v for k, v in item.items() if k != "text"}
+        fields["tags"] = _str_list(fields.get("tags"), "tags")
+        self.policy.check_tags(fields["tags"])
+        fields["entity"] = _names(fields.get("entity"))
+        score = fields.get("score")
+        if score is not None and not (isinstance(score, (int, float)) and 0 <= score <= 10):
+            raise VaultmemError(f"{where}: score must be a number between 0 and 10, not {score!r}")
+        parse_time(fields.get("timestamp"))
+        return body.strip(), fields
+
+    # -- the pipeline ------------------------------------------------------------------------------
+    def write(self, body: str, fields: dict[str, Any]) -> WriteResult:
+        """Run one checked item through the pipeline; returns what happened."""
+        draft = self._draft(body, fields)
+        ns = draft.meta["namespace"]
+        found = self._by_fp.get(draft.fp) or self._existing_fp(draft.fp, ns)
+        if found is not None:
+            return self._unchanged(found, draft)
+        target, reason = self._merge_target(draft)
+        if target is not None:
+            return self._merge(target, draft, reason)
+        old = self._superseded(draft, fields.get("supersedes"))
+        return self._create(draft, old)
+
+    def _draft(self, body: str, fields: dict[str, Any]) -> _Draft:
+        from .extract import importance
+
+        d = self.vault.config["defaults"]
+        body, found = self.policy.clean(body)
+        redacted = [f.kind for f in found]
+        when = parse_time(fields.get("timestamp"))
+        extraction = self.extractor.extract(body, when)
+        kind = fields.get("type") or (extraction.values[0].type if extraction.values else d["type"])
+        value = fields.get("value")
+        if value in (None, "") and not fields.get("type") and extraction.values:
+            value = extraction.values[0].value
+        value = self._clean(str(value), redacted) if value not in (None, "") else ""
+        if fields.get("score") is None:
+            score, parts = importance(extraction, position=fields.get("position"), config=self.vault.config)
+        else:
+            score, parts = float(fields["score"]), [("given", float(fields["score"]))]
+        source = str(fields.get("source") or d["source"])
+        trust = self.policy.trust(source)
+        staged = bool(fields.get("candidate")) or trust in self.settings["stage_trust"]
+        for name in [*fields["entity"], *extraction.names]:
+            self._ensure_entity(self._clean(name, redacted), when)
+        linked, entities = self._link(body)
+        title = self._clean(str(fields.get("title") or make_title(linked)), redacted)
+        meta = {"id": new_ulid(when.timestamp()), "type": kind, "value": value, "score": round(score, 2),
+                "timestamp": when, "tags": _union(fields["tags"], extraction.tags), "source": source,
+                "lifecycle": str(fields.get("lifecycle") or d["lifecycle"]), "trust": trust,
+                "status": "candidate" if staged else "active",
+                "namespace": str(fields.get("namespace") or d["namespace"]),
+                "episode": str(fields.get("episode") or ""), "version": [f"{self.vault.device}:1"]}
+        explain = self._explanation(extraction, parts, trust, staged, redacted, entities)
+        draft = _Draft(linked, meta, title, "inbox" if staged else "memories", [text.normalize(e) for e in entities],
+                       redacted, explain)
+        draft.fp = text.fingerprint(linked)
+        return draft
+
+    def _clean(self, value: str, redacted: list[str]) -> str:
+        cleaned, found = self.policy.clean(value)
+        redacted.extend(f.kind for f in found)
+        return cleaned
+
+    @staticmethod
+    def _explanation(extraction: Extraction, parts: list, trust: str, staged: bool, redacted: list[str],
+                     entities: list[str]) -> dict[str, Any]:
+        return {"importance": [[label, points] for label, points in parts],
+                "values": [{"type": v.type, "value": v.value} for v in extraction.values],
+                "cues": list(extraction.cues), "names": list(extraction.names), "entities": list(entities),
+                "trust": trust, "staged": staged, "redacted": list(redacted)}
+
+    # -- entities and links ----------------------------------------------------------------------
+    def _matcher_ready(self):
+        if self._matcher is None:
+            from .links import EntityMatcher
+
+            self._matcher = EntityMatcher.from_index(self.vault)
+        return self._matcher
+
+    def _ensure_entity(self, name: str, when: dt.datetime) -> None:
+        from .links import Entity, add_entity
+
+        action, rel = add_entity(self.vault, name, when=when, durable=self.durable)
+        if action == "created":
+            self._matcher_ready().add(Entity(Path(rel).stem, ()))
+            self._audit.append({"event": "entity", "action": action, "path": rel})
+
+    def _link(self, body: str) -> tuple[str, list[str]]:
+        if not self.settings["link_entities"]:
+            return body, []
+        return self._matcher_ready().link(body)
+
+    # -- dedup -------------------------------------------------------------------------------------
+    def _existing_fp(self, fp: str, namespace: str) -> _Known | None:
+        rows = self.vault.index.select_notes("fp = ? AND kind = 'memory' AND namespace = ?", (fp, namespace))
+        for row in rows:
+            if (self.vault.root / row["path"]).exists():
+                return self._remember_row(row)
+        return None
+
+    def _remember_row(self, row: dict[str, Any]) -> _Known:
+        known = self._known.get(row["path"])
+        if known is None:
+            known = _Known(row["path"], row["id"], row["title"], row["type"], row["value"], row["namespace"],
+                           row["status"], float(row["score"] or 0))
+            self._known[known.path] = known
+        return known
+
+    def _merge_target(self, draft: _Draft) -> tuple[_Known | None, str]:
+        meta = draft.meta
+        ns, kind, value = meta["namespace"], meta["type"], meta["value"]
+        if value and kind in self.settings["merge_types"]:
+            known = self._by_value.get((ns, kind, value)) or self._row_by_value(ns, kind, value)
+            if known is not None:
+                return known, f"same {kind} {value}"
+        threshold = float(self.settings["near_duplicate"])
+        if threshold >= 1:
+            return None, ""
+        from .dedup import note_keys, restates
+
+        draft.keys = note_keys(draft.body)
+        paths = self._keys.candidates(ns, draft.keys)
+        paths += [p for p in self.vault.index.near_duplicate_paths(draft.keys) if p not in paths]
+        best, best_sim = None, threshold
+        plain = text.plain_text(draft.body)
+        for path in paths:
+            known, body = self._candidate(path, ns)
+            if known is None:
+                continue
+            sim = restates(plain, self._plain(path, body))
+            if sim >= best_sim:
+                best, best_sim = known, sim
+        return (best, f"near duplicate ({best_sim:.2f})") if best else (None, "")
+
+    def _row_by_value(self, ns: str, kind: str, value: str) -> _Known | None:
+        rows = self.vault.index.select_notes(
+            "type = ? AND value = ? AND namespace = ? AND kind = 'memory' AND status IN ('active', 'candidate')",
+            (kind, value, ns), order="ts")
+        return self._remember_row(rows[-1]) if rows else None
+
+    def _candidate(self, path: str, ns: str) -> tuple[_Known | None, str]:
+        if path in self._bodies:
+            known = self._known[path]
+        else:
+            rows = self.vault.index.select_notes("path = ?", (path,))
+            if not rows:
+                return None, ""
+            known = self._remember_row(rows[0])
+            self._bodies[path] = rows[0]["body"]
+        if known.namespace != ns or known.status not in ("active", "candidate"):
+            return None, ""
+        return known, self._bodies[path]
+
+    def _plain(self, path: str, body: str) -> str:
+        found = self._plains.get(path)
+        if found is None or found[0] is not body:
+            found = self._plains[path] = (body, text.plain_text(body))
+        return found[1]
+
+    def _superseded(self, draft: _Draft, explicit: Any) -> _Known | None:
+        """The memory this draft replaces: given by the caller, or the same entity's attribute."""
+        if explicit:
+            row = self.vault.resolve(str(explicit))
+            return self._remember_row(row)
+        meta = draft.meta
+        if not (meta["value"] and meta["type"] in self.settings["supersede_types"] and draft.entities):
+            return None
+        for entity in draft.entities:
+            known = self._by_attr.get((meta["namespace"], entity, meta["type"])) or self._row_by_attr(meta, entity)
+            if known is not None and known.value != meta["value"]:
+                return known
+        return None
+
+    def _row_by_attr(self, meta: dict[str, Any], entity: str) -> _Known | None:
+        rows = self.vault.index.select_notes(
+            "type = ? AND namespace = ? AND kind = 'memory' AND status = 'active' AND value != ''",
+            (meta["type"], meta["namespace"]), order="ts")
+        for row in reversed(rows):
+            if entity in {text.normalize(link) for link in row["links"]}:
+                return self._remember_row(row)
+        return None
+
+    # -- outcomes ------------------------------------------------------------------------------------
+    def _result(self, action: str, known: _Known, draft: _Draft, score: float,
+                supersedes: str | None = None) -> WriteResult:
+        return WriteResult(action, known.id, known.path, known.title, supersedes, known.type, known.value, score,
+                           known.status, list(draft.meta["tags"]), list(draft.redacted),
+                           draft.explain if self.want_explain else None)
+
+    def _unchanged(self, found: WriteResult | _Known, draft: _Draft) -> WriteResult:
+        if isinstance(found, WriteResult):
+            return WriteResult("unchanged", found.id, found.path, found.title, None, found.type, found.value,
+                               found.score, found.status, found.tags, list(draft.redacted), found.explain)
+        draft.explain["decision"] = "the same memory is already stored"
+        return self._result("unchanged", found, draft, found.score)
+
+    def _merge(self, target: _Known, draft: _Draft, reason: str) -> WriteResult:
+        """Fold a restatement into the existing note: newer timestamp, raised score, tags, version."""
+        from .note import parse_note, update_fields
+        from .records import content_hash
+
+        path = self.vault.root / target.path
+        append = reason.startswith("same") and text.plain_text(draft.body) not in text.plain_text(
+            self._bodies.get(target.path, ""))
+        for _ in range(CONFLICT_RETRIES):
+            data = path.read_bytes()
+            note = parse_note(data, target.path)
+            old_score = float(note.meta.get("score") or 0)
+            score = min(10.0, max(old_score, draft.meta["score"]) + float(self.settings["merge_bonus"]))
+            when = note.meta.get("timestamp")
+            changes = {"score": round(score, 2), "tags": _union(note.meta.get("tags") or [], draft.meta["tags"]),
+                       "version": _bump_version(note.meta.get("version"), self.vault.device)}
+            if not isinstance(when, dt.datetime) or when < draft.meta["timestamp"]:
+                changes["timestamp"] = draft.meta["timestamp"]
+            new_text, body = update_fields(note, changes), note.body
+            if append and text.plain_text(draft.body) not in text.plain_text(note.body):
+                new_text = new_text.rstrip("\n") + "\n\n" + draft.body + "\n"
+                body = body.rstrip("\n") + "\n\n" + draft.body + "\n"
+            try:
+                self.vault.write_text(path, new_text, expected_sha=content_hash(data), durable=self.durable)
+                break
+            except WriteConflict:
+                continue
+        else:
+            raise WriteConflict(path)
+        self._changed[target.path] = path
+        self._bodies[target.path] = body
+        draft.explain["decision"] = f"merged into {target.path}: {reason}"
+        self._log(draft, target.title, "merged", target.id)
+        return self._result("merged", target, draft, round(score, 2))
+
+    def _create(self, draft: _Draft, old: _Known | None) -> WriteResult:
+        from .note import render_new
+
+        meta = {k: v for k, v in draft.meta.items() if v not in ("", None)}
+        if old is not None:
+            meta["supersedes"] = f"[[{old.title}]]"
+        meta = {k: meta[k] for k in _KEY_ORDER if k in meta}
+        content = render_new(meta, draft.body.rstrip("\n") + "\n")
+        path = self._place(draft, content)
+        rel = self.vault.relpath(path)
+        known = _Known(rel, meta["id"], path.stem, meta["type"], meta.get("value", ""), meta["namespace"],
+                       meta["status"], meta["score"])
+        self._track(known, draft)
+        if old is not None:
+            self._retire(old, path.stem)
+        draft.explain["decision"] = f"new note; supersedes {old.path}" if old else "new note"
+        self._log(draft, path.stem, "created", meta["id"])
+        result = self._result("created", known, draft, meta["score"], old.id if old else None)
+        self._by_fp[draft.fp] = result
+        return result
+
+    def _place(self, draft: _Draft, content: str) -> Path:
+        """Write a new note under a unique readable name, never replacing a file another writer took."""
+        folder = self.vault.folders[draft.folder]
+        folder.mkdir(parents=True, exist_ok=True)
+        taken = self._taken.get(draft.folder)
+        if taken is None:
+            taken = self._taken[draft.folder] = {n.casefold() for n in os.listdir(folder)}
+        stem = safe_filename(draft.title)
+        for attempt in range(10_000):
+            path = folder / (f"{stem}.md" if attempt == 0 else f"{stem} {attempt + 1}.md")
+            if path.name.casefold() in taken:
+                continue
             taken.add(path.name.casefold())
-            continue  # another process took the name a moment ago
-        taken.add(path.name.casefold())
-        return WriteResult("created", meta["id"], vault.relpath(path), path.stem), path
-    raise VaultmemError(f"no free file name for {title!r} in {folder}")
+            try:
+                self.vault.write_text(path, content, expected_sha=None, durable=self.durable)
+            except WriteConflict:
+                continue  # another process took the name a moment ago
+            rel = self.vault.relpath(path)
+            self._changed[rel] = path
+            self._written[rel] = content
+            return path
+        raise VaultmemError(f"no free file name for {draft.title!r} in {folder}")
+
+    def _track(self, known: _Known, draft: _Draft) -> None:
+        """Let the rest of the batch find this note before it is indexed."""
+        ns = known.namespace
+        self._known[known.path] = known
+        self._bodies[known.path] = draft.body
+        if known.value:
+            self._by_value[(ns, known.type, known.value)] = known
+            for entity in draft.entities:
+                self._by_attr[(ns, entity, known.type)] = known
+        if float(self.settings["near_duplicate"]) < 1:
+            from .dedup import note_keys
+
+            self._keys.add(ns, draft.keys or note_keys(draft.body), known.path)
+
+    def _retire(self, old: _Known, new_title: str) -> None:
+        """Mark the superseded note (kept, linked both ways) and forget it as a merge target."""
+        from .note import parse_note, update_fields
+        from .records import content_hash
+
+        path = self.vault.root / old.path
+        for _ in range(CONFLICT_RETRIES):
+            data = path.read_bytes()
+            note = parse_note(data, old.path)
+            new_text = update_fields(note, {"status": "superseded", "superseded_by": f"[[{new_title}]]",
+                                            "version": _bump_version(note.meta.get("version"), self.vault.device)})
+            try:
+                self.vault.write_text(path, new_text, expected_sha=content_hash(data), durable=self.durable)
+                break
+            except WriteConflict:
+                continue
+        else:
+            raise WriteConflict(path)
+        self._changed[old.path] = path
+        self._known[old.path] = _Known(old.path, old.id, old.title, old.type, old.value, old.namespace, "superseded",
+                                       old.score)
+        self._audit.append({"event": "supersede", "id": old.id, "path": old.path})
+
+    def _log(self, draft: _Draft, title: str, action: str, note_id: str) -> None:
+        from .episodes import EpisodeLine
+
+        if self.settings["episodes"]:
+            self._episodes.append(EpisodeLine(draft.meta["timestamp"], title, draft.meta["source"]))
+        event = {"event": "remember", "action": action, "id": note_id, "title": title}
+        if draft.redacted:
+            event["redacted"] = sorted(set(draft.redacted))
+        self._audit.append(event)
+
+    def log_unchanged(self, result: WriteResult, when: dt.datetime, source: str) -> None:
+        """A batch re-run still owes the episode line an interrupted run may not have written."""
+        from .episodes import EpisodeLine
+
+        if self.settings["episodes"] and result.action == "unchanged":
+            self._episodes.append(EpisodeLine(when, result.title, source))
+
+    def finish(self) -> None:
+        """Flush a batch, write the episode lines, update the index and append the audit events."""
+        if not self.durable and self._changed:
+            os.sync()  # one flush for the whole batch instead of one fsync per note
+        if self._episodes:
+            from .episodes import append_episodes
+
+            append_episodes(self.vault, self._episodes, durable=self.durable)
+        if self._changed:
+            records = []
+            for rel, path in self._changed.items():
+                content = self._written.get(rel)
+                if path.exists():
+                    records.append(self.vault.record_for(path, content.encode("utf-8") if content else None))
+            self.vault.index.upsert(records)
+        if self._audit:
+            self.vault.audit(self._audit)
 
 
-def _clean_fields(item: dict[str, Any], where: str) -> tuple[str, dict[str, Any]]:
-    unknown = set(item) - BATCH_FIELDS
-    if unknown:
-        raise VaultmemError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
-    body = item.get("text")
-    if not isinstance(body, str) or not body.strip():
-        raise VaultmemError(f"{where}: `text` is required and must be a non-empty string")
-    return body.strip(), {k: v for k, v in item.items() if k != "text"}
+def remember(vault: Vault, body: str, *, explain: bool = False, **fields: Any) -> WriteResult:
+    """Store one memory through the pipeline (see the module docstring)."""
+    writer = Writer(vault, durable=True, explain=explain)
+    body, checked = writer.check({"text": body, **fields}, "memory")
+    result = writer.write(body, checked)
+    writer.finish()
+    return result
 
 
-def remember(vault: Vault, body: str, **fields: Any) -> WriteResult:
-    """Store one memory; the same content again returns the existing note (action 'unchanged')."""
-    return remember_many(vault, [{"text": body, **fields}])[0]
-
-
-def remember_many(vault: Vault, items: Iterable[dict[str, Any]],
-                  progress: Callable[[int], None] | None = None) -> list[WriteResult]:
-    """Store many memories: one fsync at the end, one index update, duplicates collapsed.
+def remember_many(vault: Vault, items: Iterable[dict[str, Any]], progress: Callable[[int], None] | None = None,
+                  *, explain: bool = False) -> list[WriteResult]:
+    """Store many memories: every item is checked before the first is written, one fsync at the end.
 
     Crash-safe: every note is written whole (temp file + rename); a re-run finds the notes already
-    written by their fingerprint and creates nothing twice.
+    written (by fingerprint) and creates nothing twice.
     """
-    batch = not isinstance(items, list) or len(items) > 1
-    if batch:
-        vault.refresh()  # notes of an interrupted earlier run must count as already written
-    results: list[WriteResult] = []
-    seen: dict[str, WriteResult] = {}
-    written: list[Path] = []
-    folder = vault.folders["memories"]
-    folder.mkdir(parents=True, exist_ok=True)
-    taken = {name.casefold() for name in os.listdir(folder)}
-    for n, item in enumerate(items, 1):
-        body, fields = _clean_fields(item, f"item {n}")
-        fp = text.fingerprint(body)
-        found = seen.get(fp) or _existing(vault, fp)
-        if found is None:
-            found, path = _create(vault, body, fields, not batch, taken)
-            written.append(path)
-            seen[fp] = found
-        elif found.action == "created":
-            found = WriteResult("unchanged", found.id, found.path, found.title)
-        results.append(found)
+    items = list(items)
+    vault.refresh()  # notes of an interrupted earlier run must count as already written
+    writer = Writer(vault, durable=len(items) <= 1, explain=explain)
+    checked = [writer.check(item, f"item {n}") for n, item in enumerate(items, 1)]
+    results = []
+    for n, (body, fields) in enumerate(checked, 1):
+        result = writer.write(body, fields)
+        if result.action == "unchanged":
+            writer.log_unchanged(result, parse_time(fields.get("timestamp")), str(fields.get("source") or
+                                 vault.config["defaults"]["source"]))
+        results.append(result)
         if progress:
             progress(n)
-    if batch and written:
-        os.sync()  # one flush for the whole batch instead of one fsync per note
-    if written:
-        vault.index.upsert([vault.record_for(p) for p in written])
-        vault.audit({"event": "remember", "id": r.id, "path": r.path} for r in results if r.action == "created")
+    writer.finish()
     return results
+
+
+def confirm(vault: Vault, ref: str) -> WriteResult:
+    """Promote a candidate from the inbox: status active, moved to the memories folder."""
+    from .note import parse_note, update_fields
+    from .records import content_hash
+
+    row = vault.resolve(ref)
+    if row["kind"] != "memory" or row["status"] != "candidate":
+        raise VaultmemError(f"{row['path']} is not a candidate (status {row['status'] or 'active'})")
+    src = vault.root / row["path"]
+    data = src.read_bytes()
+    new_text = update_fields(parse_note(data, row["path"]), {"status": "active"})
+    folder = vault.folders["memories"]
+    folder.mkdir(parents=True, exist_ok=True)
+    for attempt in range(10_000):
+        dst = folder / (src.name if attempt == 0 else f"{src.stem} {attempt + 1}.md")
+        try:
+            vault.write_text(dst, new_text, expected_sha=None)
+        except WriteConflict:
+            continue
+        break
+    else:
+        raise VaultmemError(f"no free file name for {src.stem!r} in {folder}")
+    if content_hash(src.read_bytes()) != content_hash(data):
+        dst.unlink()
+        raise WriteConflict(src)
+    src.unlink()
+    vault.refresh()
+    vault.audit([{"event": "confirm", "id": row["id"], "path": vault.relpath(dst)}])
+    return WriteResult("confirmed", row["id"], vault.relpath(dst), dst.stem, None, row["type"], row["value"],
+                       row["score"], "active", list(row["tags"]))
 
 
 def read_jsonl(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
@@ -201,3 +621,6 @@ def read_jsonl(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
         if not isinstance(item, dict):
             raise VaultmemError(f"line {number}: expected a JSON object")
         yield item
+
+
+__all__ = ["WriteResult", "Writer", "confirm", "read_jsonl", "remember", "remember_many"]
