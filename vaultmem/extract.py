@@ -178,7 +178,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
 
 _BUILTIN_CUES = {
     "remember": ("记住", "别忘了", "别忘记", "不要忘记", "不要忘了", "务必", "切记", "牢记", "remember this",
-                 "don't forget", "do not forget", "always remember", "never forget", "keep in mind"),
+                 "remember:", "remember to", "please remember", "note to self", "don't forget", "do not forget", "always remember", "never forget", "keep in mind"),
     "later": ("note for later", "for later", "remind me", "备忘", "回头", "提醒我", "稍后"),
     "always": ("以后都", "从现在起", "从今以后", "今后", "每次", "一律", "from now on", "always", "never again",
                "every time", "going forward"),
