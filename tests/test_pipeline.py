@@ -187,3 +187,32 @@ def test_a_person_editing_the_note_being_merged_loses_nothing(vault, monkeypatch
     vault.remember("Invoice INV-2025-007 paid in full")
     text = path.read_text(encoding="utf-8")
     assert "Checked by Li Wei." in text and "paid in full" in text
+
+
+def test_sketch_keys_pair_restatements_and_part_templated_memories():
+    from vaultmem.dedup import sketch_keys
+
+    a = sketch_keys("Met Emily Carter on 2026-03-04 about the billing dashboard: ship it by 2026-03-20.")
+    again = sketch_keys("met emily carter on 2026-03-04 about the billing dashboard - ship it by 2026-03-20")
+    other = sketch_keys("Met Emily Carter on 2026-05-11 about the billing dashboard: ship it by 2026-05-30.")
+    assert set(a) & set(again)
+    assert not set(a) & set(other)
+
+
+def test_the_rows_a_write_indexes_equal_those_a_full_reindex_builds(vault):
+    vault.add_entity("Emily Carter", aliases=["Emily"])
+    vault.remember_many([{"text": "Emily owns the #billing dashboard, due 2026-12-04", "tags": ["ui"]},
+                         {"text": "记住：合同 CT2024-0876 截止 2024年8月15日", "source": "finance-bot"},
+                         {"text": "The password: hunter2hunter2 opens the test box", "namespace": "ops"}])
+    vault.remember("ACK may add a management fee", source="web")
+    fields = ("id", "path", "kind", "title", "sha", "fp", "type", "value", "score", "ts", "lifecycle", "source",
+              "trust", "status", "namespace", "tags", "links", "body", "stamp")
+    written = {r["path"]: {k: r[k] for k in fields} for r in vault.index.select_notes()}
+    def sketches():
+        return sorted(vault.index._conn().execute("SELECT key, path FROM dupkey").fetchall())
+
+    keys = sketches()
+    vault.refresh(force=True)
+    rebuilt = {r["path"]: {k: r[k] for k in fields} for r in vault.index.select_notes()}
+    assert rebuilt == written
+    assert sketches() == keys and len(keys) == 6 * 4  # six keys per memory note

@@ -1,10 +1,12 @@
 """Near-duplicate detection for the write pipeline: sketch keys find candidates, a fuzzy ratio decides.
 
-A memory's sketch is the bottom four of its distinct terms under a stable hash; each pair of them
-is a key. Two restatements of one fact share most terms, so they almost always share a pair, while
-two unrelated memories almost never do. Keys live in the index (table `dupkey`) for the notes on
-disk and in a dict for a batch in flight; only the candidates they name are compared, with
-rapidfuzz's ratio over `text.plain_text`.
+Only a restatement may merge (see `restates`): the same numbers and no new word. So a memory's
+keys are built from exactly that: its numbers, and the four smallest of its distinct terms under
+each of six hash permutations (a min-hash). Two restatements share their numbers and most terms,
+so they share a key with high probability; two memories from the same template ("Met X on <date>
+about Y") almost never do, because their numbers or their lowest terms differ. Keys live in the
+index (table `dupkey`) for the notes on disk and in a dict for a batch in flight; only the
+candidates they name are compared, with rapidfuzz's ratio over `text.plain_text`.
 """
 
 from __future__ import annotations
@@ -12,31 +14,27 @@ from __future__ import annotations
 import re
 import zlib
 from collections.abc import Iterable
-from itertools import combinations
 
 from . import text
 
 SKETCH_TERMS = 4
-_NUMBER = re.compile(r"\d+")
+_PERMUTATIONS = (0, 0x5BD1E995, 0x27D4EB2F, 0x165667B1, 0x3C6EF372, 0x7FEB352D)
 _MASK = (1 << 63) - 1  # SQLite integers are signed 64-bit
+_NUMBER = re.compile(r"\d+")
 
 
-def sketch_keys(terms: Iterable[str]) -> list[int]:
-    """The candidate keys of a note from its index terms (tag and link terms ignored).
-
-    Returns:
-        up to six 63-bit keys (pairs of the bottom-4 term hashes); one key for a one-term note.
-    """
-    hashes = sorted({zlib.crc32(t.encode("utf-8", "surrogatepass")) for t in terms if t[:1] not in ("#", "@")})
-    low = hashes[:SKETCH_TERMS]
-    if len(low) == 1:
-        return [low[0]]
-    return [((a << 32) | b) & _MASK for a, b in combinations(low, 2)]
-
-
-def note_keys(body: str) -> list[int]:
-    """sketch_keys of a text that is not indexed yet."""
-    return sketch_keys(text.terms(body))
+def sketch_keys(body: str) -> list[int]:
+    """The candidate keys of a memory's body: six 63-bit keys (one per hash permutation)."""
+    plain = text.plain_text(body)
+    numbers = " ".join(sorted(_NUMBER.findall(plain)))
+    hashes = [zlib.crc32(t.encode("utf-8", "surrogatepass")) for t in set(text.terms(plain))]
+    keys = []
+    for mask in _PERMUTATIONS:
+        low = sorted(h ^ mask for h in hashes)[:SKETCH_TERMS]
+        signature = f"{mask}|{numbers}|{','.join(map(str, low))}".encode()
+        keys.append(int.from_bytes(zlib.crc32(signature).to_bytes(4, "big") +
+                                   zlib.adler32(signature).to_bytes(4, "big"), "big") & _MASK)
+    return keys
 
 
 def restates(new_plain: str, old_plain: str) -> float:

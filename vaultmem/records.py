@@ -97,8 +97,12 @@ def _number(value: Any, fallback: float) -> float:
 
 
 def build_record(data: bytes, relpath: str, kind: str, folder: str, stat: tuple[int, int],
-                 defaults: dict[str, Any]) -> Record:
-    """Parse one file's bytes into a Record; a note that fails to parse is indexed by its raw text."""
+                 defaults: dict[str, Any], sketch: list[int] | None = None, note: Any = None) -> Record:
+    """Parse one file's bytes into a Record; a note that fails to parse is indexed by its raw text.
+
+    The write pipeline, which has just rendered the note, passes what it knows: `note` (the
+    note.Note of these bytes) and `sketch` (its body's near-duplicate keys).
+    """
     name = relpath.rsplit("/", 1)[-1]
     title = name[:-3] if name.endswith(".md") else name
     rec = Record(path=relpath, kind=kind, title=title, mtime_ns=stat[0], size=stat[1], sha=content_hash(data))
@@ -106,7 +110,7 @@ def build_record(data: bytes, relpath: str, kind: str, folder: str, stat: tuple[
     from .note import parse_note  # here, not at the top: recall never parses notes, nor imports YAML
 
     try:
-        note = parse_note(data, relpath)
+        note = parse_note(data, relpath) if note is None else note
     except NoteFormatError as exc:
         rec.error = str(exc)
         rec.id = synthetic_id(relpath)
@@ -117,6 +121,8 @@ def build_record(data: bytes, relpath: str, kind: str, folder: str, stat: tuple[
         rec.terms = index_terms(rec)
         return rec
     _fill_from_note(rec, note.meta, note.body, note.tags, note.aliases, note.links, folder, mtime, defaults)
+    if kind == "memory":
+        rec.sketch = sketch_keys(rec.body) if sketch is None else sketch
     return rec
 
 
@@ -139,8 +145,6 @@ def _fill_from_note(rec: Record, meta: dict[str, Any], body: str, tags: list[str
     rec.body = body
     rec.fp = text.fingerprint(body)
     rec.terms = index_terms(rec)
-    if rec.kind == "memory":
-        rec.sketch = sketch_keys(text.terms(body))
 
 
 def build_records(root: str, items: list[tuple], defaults: dict[str, Any]) -> tuple[list[Record], list[tuple]]:

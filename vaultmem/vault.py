@@ -179,14 +179,16 @@ class Vault:
                 return role
         return None
 
-    def record_for(self, path: Path, data: bytes | None = None) -> Record:
-        """Parse a note file of this vault into an index record (data: its bytes, if at hand)."""
+    def record_for(self, path: Path, data: bytes | None = None, sketch: list[int] | None = None,
+                   note: Any = None) -> Record:
+        """Parse a note file of this vault into an index record (data: its bytes, if at hand;
+        sketch and note: its body's near-duplicate keys and its parsed note.Note, if known)."""
         if data is None:
             data = path.read_bytes()
         st = path.stat()
         role = self.folder_of(path) or "memories"
         return build_record(data, self.relpath(path), KIND_BY_FOLDER.get(role, "memory"), role,
-                            (st.st_mtime_ns, st.st_size), self.config["defaults"])
+                            (st.st_mtime_ns, st.st_size), self.config["defaults"], sketch, note)
 
     def resolve(self, ref: str) -> dict[str, Any]:
         """The index row of a note named by id, vault path or title (refreshing once if unknown).

@@ -176,7 +176,8 @@ class Writer:
         self._plains: dict[str, tuple[str, str]] = {}  # path -> (body, its plain_text)
         self._known: dict[str, _Known] = {}
         self._changed: dict[str, Path] = {}
-        self._written: dict[str, str] = {}  # text of the notes this writer created, for the index
+        self._written: dict[str, tuple] = {}  # created notes: (text, sketch keys, note.Note)
+        self._has_memories = vault.index.count("kind = 'memory'") > 0  # else nothing on disk to dedup against
         self._episodes: list[Any] = []
         self._audit: list[dict[str, Any]] = []
         from .dedup import BatchKeys
@@ -288,6 +289,8 @@ class Writer:
 
     # -- dedup -------------------------------------------------------------------------------------
     def _existing_fp(self, fp: str, namespace: str) -> _Known | None:
+        if not self._has_memories:
+            return None
         rows = self.vault.index.select_notes("fp = ? AND kind = 'memory' AND namespace = ?", (fp, namespace))
         for row in rows:
             if (self.vault.root / row["path"]).exists():
@@ -312,11 +315,12 @@ class Writer:
         threshold = float(self.settings["near_duplicate"])
         if threshold >= 1:
             return None, ""
-        from .dedup import note_keys, restates
+        from .dedup import restates, sketch_keys
 
-        draft.keys = note_keys(draft.body)
+        draft.keys = sketch_keys(draft.body)
         paths = self._keys.candidates(ns, draft.keys)
-        paths += [p for p in self.vault.index.near_duplicate_paths(draft.keys) if p not in paths]
+        if self._has_memories:
+            paths += [p for p in self.vault.index.near_duplicate_paths(draft.keys) if p not in paths]
         best, best_sim = None, threshold
         plain = text.plain_text(draft.body)
         for path in paths:
@@ -329,6 +333,8 @@ class Writer:
         return (best, f"near duplicate ({best_sim:.2f})") if best else (None, "")
 
     def _row_by_value(self, ns: str, kind: str, value: str) -> _Known | None:
+        if not self._has_memories:
+            return None
         rows = self.vault.index.select_notes(
             "type = ? AND value = ? AND namespace = ? AND kind = 'memory' AND status IN ('active', 'candidate')",
             (kind, value, ns), order="ts")
@@ -368,6 +374,8 @@ class Writer:
         return None
 
     def _row_by_attr(self, meta: dict[str, Any], entity: str) -> _Known | None:
+        if not self._has_memories:
+            return None
         rows = self.vault.index.select_notes(
             "type = ? AND namespace = ? AND kind = 'memory' AND status = 'active' AND value != ''",
             (meta["type"], meta["namespace"]), order="ts")
@@ -426,14 +434,15 @@ class Writer:
         return self._result("merged", target, draft, round(score, 2))
 
     def _create(self, draft: _Draft, old: _Known | None) -> WriteResult:
-        from .note import render_new
+        from .note import Note, render_new
 
         meta = {k: v for k, v in draft.meta.items() if v not in ("", None)}
         if old is not None:
             meta["supersedes"] = f"[[{old.title}]]"
         meta = {k: meta[k] for k in _KEY_ORDER if k in meta}
-        content = render_new(meta, draft.body.rstrip("\n") + "\n")
-        path = self._place(draft, content)
+        body = draft.body.rstrip("\n") + "\n"
+        content = render_new(meta, body)
+        path = self._place(draft, content, Note(None, content, meta, body, "\n", True, len(content) - len(body)))
         rel = self.vault.relpath(path)
         known = _Known(rel, meta["id"], path.stem, meta["type"], meta.get("value", ""), meta["namespace"],
                        meta["status"], meta["score"])
@@ -446,8 +455,11 @@ class Writer:
         self._by_fp[draft.fp] = result
         return result
 
-    def _place(self, draft: _Draft, content: str) -> Path:
-        """Write a new note under a unique readable name, never replacing a file another writer took."""
+    def _place(self, draft: _Draft, content: str, note: Any) -> Path:
+        """Write a new note under a unique readable name, never replacing a file another writer took.
+
+        note: the note.Note of `content` (what parsing it back would give), kept for the index.
+        """
         folder = self.vault.folders[draft.folder]
         folder.mkdir(parents=True, exist_ok=True)
         taken = self._taken.get(draft.folder)
@@ -465,7 +477,7 @@ class Writer:
                 continue  # another process took the name a moment ago
             rel = self.vault.relpath(path)
             self._changed[rel] = path
-            self._written[rel] = content
+            self._written[rel] = (content, draft.keys or None, note)
             return path
         raise VaultmemError(f"no free file name for {draft.title!r} in {folder}")
 
@@ -479,9 +491,9 @@ class Writer:
             for entity in draft.entities:
                 self._by_attr[(ns, entity, known.type)] = known
         if float(self.settings["near_duplicate"]) < 1:
-            from .dedup import note_keys
+            from .dedup import sketch_keys
 
-            self._keys.add(ns, draft.keys or note_keys(draft.body), known.path)
+            self._keys.add(ns, draft.keys or sketch_keys(draft.body), known.path)
 
     def _retire(self, old: _Known, new_title: str) -> None:
         """Mark the superseded note (kept, linked both ways) and forget it as a merge target."""
@@ -534,9 +546,10 @@ class Writer:
         if self._changed:
             records = []
             for rel, path in self._changed.items():
-                content = self._written.get(rel)
+                content, keys, note = self._written.get(rel, (None, None, None))
                 if path.exists():
-                    records.append(self.vault.record_for(path, content.encode("utf-8") if content else None))
+                    data = content.encode("utf-8") if content is not None else None
+                    records.append(self.vault.record_for(path, data, keys, note))
             self.vault.index.upsert(records)
         if self._audit:
             self.vault.audit(self._audit)
