@@ -158,13 +158,16 @@ def _secrets_on_disk(vault: Path, secrets: list[str]) -> int:
 
 
 def _duplicates_left(vault: Path, markers: list[str]) -> int:
+    """Repeat groups whose marker is in the body of more than one memory note (a superseded
+    note's `superseded_by:` may name another group's title: frontmatter is not counted)."""
     import re
 
     seen: dict[str, int] = {}
     pattern = re.compile(r"\(mk\d{5}q\)")
     for folder in ("memories", "inbox"):
         for path in (vault / folder).glob("*.md"):
-            for marker in set(pattern.findall(path.read_text(encoding="utf-8"))):
+            body = path.read_text(encoding="utf-8").split("\n---\n", 1)[-1]
+            for marker in set(pattern.findall(body)):
                 seen[marker] = seen.get(marker, 0) + 1
     return sum(1 for c in seen.values() if c > 1)
 

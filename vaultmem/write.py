@@ -403,9 +403,10 @@ class Writer:
         from .note import parse_note, update_fields
         from .records import content_hash
 
+        from .dedup import restates
+
         path = self.vault.root / target.path
-        append = reason.startswith("same") and text.plain_text(draft.body) not in text.plain_text(
-            self._bodies.get(target.path, ""))
+        plain = text.plain_text(draft.body)
         for _ in range(CONFLICT_RETRIES):
             data = path.read_bytes()
             note = parse_note(data, target.path)
@@ -417,7 +418,10 @@ class Writer:
             if not isinstance(when, dt.datetime) or when < draft.meta["timestamp"]:
                 changes["timestamp"] = draft.meta["timestamp"]
             new_text, body = update_fields(note, changes), note.body
-            if append and text.plain_text(draft.body) not in text.plain_text(note.body):
+            # the same (type, value) with something new to say: keep the statement, below the old
+            old_plain = text.plain_text(note.body)
+            if (reason.startswith("same") and plain not in old_plain
+                    and restates(plain, old_plain) < float(self.settings["near_duplicate"])):
                 new_text = new_text.rstrip("\n") + "\n\n" + draft.body + "\n"
                 body = body.rstrip("\n") + "\n\n" + draft.body + "\n"
             try:
