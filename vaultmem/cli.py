@@ -86,6 +86,8 @@ def remember(
     supersedes: Annotated[Optional[str], typer.Option(help="Id or title of the memory this one replaces.")] = None,
     batch: Annotated[Optional[str], typer.Option(help="Import a JSON-lines file ('-' for stdin).")] = None,
     explain: Annotated[bool, typer.Option(help="Show the extraction, importance and dedup decision.")] = False,
+    refresh: Annotated[bool, typer.Option(
+        help="Rescan notes changed on disk first (batches always do), so dedup sees hand edits.")] = False,
     vault: VaultOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -94,7 +96,7 @@ def remember(
         _remember_batch(open_vault(vault), batch, json_out, explain)
         return
     remember_command(text, tag, source, lifecycle, score, timestamp, type_, value, namespace, episode, entity,
-                     candidate, supersedes, explain, vault, json_out)
+                     candidate, supersedes, explain, vault, json_out, refresh)
 
 
 def _remember_batch(vault, batch: str, json_out: bool, explain: bool) -> None:

@@ -104,7 +104,7 @@ reinforcement:
   max_reward: 5.0         # cap of that bonus
 
 index:
-  auto_refresh: true      # rescan changed files before each CLI recall
+  auto_refresh: true      # rescan changed files before each CLI recall (remember: --refresh)
   compact_min: 256        # merge the delta into a new generation past max(compact_min, compact_ratio x notes)
   compact_ratio: 0.02
 """

@@ -84,12 +84,17 @@ def _print_hit(rank: int, hit, explain: bool) -> None:
 def remember_command(text: str | None, tag: list[str] | None, source: str | None, lifecycle: str | None,
                      score: float | None, timestamp: str | None, type_: str | None, value: str | None,
                      namespace: str | None, episode: str | None, entity: list[str] | None, candidate: bool,
-                     supersedes: str | None, explain: bool, vault: Path | str | None, json_out: bool) -> None:
-    """`vaultmem remember TEXT`: refresh, run the write pipeline, print what happened."""
+                     supersedes: str | None, explain: bool, vault: Path | str | None, json_out: bool,
+                     refresh: bool = False) -> None:
+    """`vaultmem remember TEXT`: run the write pipeline, print what happened.
+
+    No rescan first (it costs more than the write at 10k notes): dedup sees the index as of the
+    last recall, refresh or watcher pass; `--refresh` rescans first.
+    """
     if not text:
         raise VaultmemError("nothing to remember: give a TEXT or --batch FILE")
     v = open_vault(vault)
-    if v.config["index"]["auto_refresh"]:
+    if refresh:
         v.refresh()
     result = v.remember(text, tags=tag, source=source, lifecycle=lifecycle, score=score, timestamp=timestamp,
                         type=type_, value=value, namespace=namespace, episode=episode, entity=entity,
@@ -137,7 +142,7 @@ def _remember_parser() -> argparse.ArgumentParser:
     for name in ("--timestamp", "--value", "--episode", "--supersedes"):
         p.add_argument(name)
     p.add_argument("--entity", action="append")
-    for flag in ("candidate", "explain"):
+    for flag in ("candidate", "explain", "refresh"):
         p.add_argument(f"--{flag}", action="store_true")
     return p
 

@@ -39,6 +39,7 @@ from typing import Any
 
 from .config import defaults
 from .errors import ConfigError
+from .text import LazyPattern
 
 __all__ = ["BUILTIN_RULES", "Extraction", "Extractor", "Rule", "Value", "importance"]
 
@@ -89,7 +90,7 @@ class Rule:
     """
 
     type: str
-    regex: re.Pattern[str]
+    regex: Any  # a re.Pattern, or a text.LazyPattern compiled on first use
     context: tuple[str, ...] = ()
     normalise: str = "text"
     needs: tuple[str, ...] = ()
@@ -99,7 +100,7 @@ class Rule:
 
 
 def _rule(type_: str, pattern: str, normalise: str = "text", *, context: Iterable[str] = (), **options: Any) -> Rule:
-    return Rule(type_, re.compile(pattern), tuple(context), normalise, **options)
+    return Rule(type_, LazyPattern(pattern), tuple(context), normalise, **options)
 
 
 _CODE = r"[A-Z][A-Z]+[-_]?\d{2,}(?:[-_][A-Z0-9]+)*(?![A-Za-z0-9_])"

@@ -16,7 +16,7 @@ from typing import Any
 
 from .config import defaults
 from .errors import ConfigError, PolicyViolation
-from .text import normalize, normalize_tag
+from .text import LazyPattern, normalize, normalize_tag
 
 __all__ = ["DETECTORS", "Finding", "Policy"]
 
@@ -54,22 +54,6 @@ class _Rule:
 _SETTINGS = {"action", "detectors", "patterns", "blocked_tags", "user_sources", "external_sources"}
 
 
-class _LazyPattern:
-    """A regex compiled on first use: most texts trigger no detector, and compiling every detector
-    costs more (~0.1 s here) than the rest of a single `remember`."""
-
-    __slots__ = ("_args", "_compiled")
-
-    def __init__(self, *args: Any):
-        self._args = args
-        self._compiled: re.Pattern[str] | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        if self._compiled is None:
-            self._compiled = re.compile(*self._args)
-        return getattr(self._compiled, name)
-
-
 # A value stops at whitespace and at CJK text or punctuation ("密码是abc123，明天改" keeps "，明天改");
 # its last character is not sentence punctuation, so "password: hunter2." keeps the full stop.
 _STOP = r"\s\u3000-\u303f\u3400-\u9fff\uff00-\uffef"
@@ -81,57 +65,57 @@ _QUOTES = {'"': '"', "'": "'", "“": "”", "「": "」"}
 # "***hunter2***" (Markdown bold italics) is not, and is replaced whole.
 _ALREADY_CLEAN = re.compile(r"(?:\*\*\*|sha256:[0-9a-f]{64})(?![0-9A-Za-z])")
 
-_PASSWORD_EN = _LazyPattern(
+_PASSWORD_EN = LazyPattern(
     r"(?<![a-z])(?:pass(?:word|wd|code|phrase)s?|pwd)(?![a-z])"
     # "the password for the router is …": up to three words naming what it opens
     r"(?:\s+(?:for|of|to|on|at|in)(?:\s+[^\s:=,.;]{1,40}){1,3}?)?"
     r"""["']?(?P<sep>\s*(?:[:=：]|=>)\s*|\s+(?:is|was|are|were)(?:\s*[:：])?\s+)""" + _VALUE,
     re.IGNORECASE,
 )
-_PASSWORD_ZH = _LazyPattern(
+_PASSWORD_ZH = LazyPattern(
     r"(?:密码|密碼|口令|pin码)(?P<sep>\s*(?:是|为|為|改成了?|改为|改為|设为|设置为|設為|[:：=])\s*)?" + _VALUE,
     re.IGNORECASE,
 )
-_KNOWN_KEY = _LazyPattern(  # formats issued by providers: the prefix says what it is, so case matters
+_KNOWN_KEY = LazyPattern(  # formats issued by providers: the prefix says what it is, so case matters
     r"(?<![A-Za-z0-9_-])(?:sk-[A-Za-z0-9_-]{20,}|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"
     r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|(?:AKIA|ASIA)[0-9A-Z]{16}"
     r"|xox[abeoprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35})(?![A-Za-z0-9_-])"
 )
 _GENERIC_KEY_NAMES = {"token", "secret", "令牌"}
-_KEY_ASSIGNMENT = _LazyPattern(
+_KEY_ASSIGNMENT = LazyPattern(
     r"(?P<key>(?<![a-z0-9])(?:api[_-]?(?:key|secret)|apikey|access[_-]?key(?:[_-]?id)?"
     r"|secret[_-]?(?:access[_-]?)?key|(?:client|app)[_-]?secret|(?:auth|access|refresh|private|api|bot)[_-]?token"
     r"|token|secret)(?![a-z0-9])|密钥|秘钥|令牌)"
     r"""["']?\s*(?:[:=：]|=>|是|为|為)\s*""" + _VALUE,
     re.IGNORECASE,
 )
-_BEARER = _LazyPattern(r"(?<![a-z])bearer\s+(?P<secret>[a-z0-9._~+/-]+=*)", re.IGNORECASE)
-_AUTH_HEADER = _LazyPattern(
+_BEARER = LazyPattern(r"(?<![a-z])bearer\s+(?P<secret>[a-z0-9._~+/-]+=*)", re.IGNORECASE)
+_AUTH_HEADER = LazyPattern(
     r"(?<![a-z])(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?"
     r"(?:(?P<scheme>basic|bearer|token|negotiate|ntlm)\s+)?(?P<secret>[^" + _STOP + "\"',;]+)",
     re.IGNORECASE,
 )
-_JWT = _LazyPattern(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*")
-_PRIVATE_KEY = _LazyPattern(  # an unterminated block (a truncated paste) is a secret up to the end
+_JWT = LazyPattern(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*")
+_PRIVATE_KEY = LazyPattern(  # an unterminated block (a truncated paste) is a secret up to the end
     r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|.*)",
     re.DOTALL,
 )
 # scheme://user:pass@host — the password ends at the last '@' before the path, query or fragment.
-_URL_CREDENTIALS = _LazyPattern(
+_URL_CREDENTIALS = LazyPattern(
     r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]{1,30}://[^\s:/@?#]*:(?P<secret>[^\s/?#]+)@", re.IGNORECASE
 )
 # ADO / ODBC: "…;Password=p@ss w0rd;…" — the value runs to ';' and may hold spaces.
-_ADO_FIELD = _LazyPattern(r";\s*(?:password|pwd)\s*=\s*(?P<secret>" + _QUOTED + r"|[^;\r\n]*[^;\s])", re.IGNORECASE)
-_ADO_LEADING = _LazyPattern(
+_ADO_FIELD = LazyPattern(r";\s*(?:password|pwd)\s*=\s*(?P<secret>" + _QUOTED + r"|[^;\r\n]*[^;\s])", re.IGNORECASE)
+_ADO_LEADING = LazyPattern(
     r"(?<![a-z])(?:password|pwd)\s*=\s*(?P<secret>" + _QUOTED + r"|[^;\r\n]*[^;\s])\s*;", re.IGNORECASE
 )
-_ID_CARD = _LazyPattern(  # 6-digit region, birth date YYYYMMDD, 3-digit sequence, check character
+_ID_CARD = LazyPattern(  # 6-digit region, birth date YYYYMMDD, 3-digit sequence, check character
     r"(?<![\dA-Za-z])[1-9]\d{5} ?(?:18|19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01]) ?\d{3}[\dXxＸｘ]"
     r"(?![\dA-Za-z])"
 )
 # Card numbers start 3-6 or 22-27 (Mastercard's 2-series): this spares millisecond timestamps
 # (1…), compact datetimes (2024…) and phone numbers (+86 1…), which Luhn alone lets through 1 in 10.
-_BANK_CARD = _LazyPattern(
+_BANK_CARD = LazyPattern(
     r"(?<![\dA-Za-z_+.-])(?=[3-6]|2[2-7])(?:\d{13,19}"
     r"|\d{4}(?P<sep>[ -])\d{4}(?P=sep)\d{4}(?P=sep)\d{1,4}(?:(?P=sep)\d{1,3})?"  # 4-4-4-4(-3)
     r"|3\d{3}(?P<amex>[ -])\d{6}(?P=amex)\d{4,5})"  # American Express 4-6-5, Diners 4-6-4

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache, partial
 from itertools import chain
 from operator import add
+from typing import Any
 
 __all__ = [
     "STOPWORDS",
@@ -304,3 +305,18 @@ def _irregular_table() -> dict[str, str]:
 
 
 _IRREGULAR.update(_irregular_table())
+
+class LazyPattern:
+    """A regex compiled on first use: a one-off `remember` runs few of the write pipeline's rules,
+    and compiling them all costs more (~0.1 s here) than the rest of it."""
+
+    __slots__ = ("_args", "_compiled")
+
+    def __init__(self, *args: Any):
+        self._args = args
+        self._compiled: re.Pattern[str] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._compiled is None:
+            self._compiled = re.compile(*self._args)
+        return getattr(self._compiled, name)
