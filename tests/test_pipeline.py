@@ -216,3 +216,20 @@ def test_the_rows_a_write_indexes_equal_those_a_full_reindex_builds(vault):
     rebuilt = {r["path"]: {k: r[k] for k in fields} for r in vault.index.select_notes()}
     assert rebuilt == written
     assert sketches() == keys and len(keys) == 6 * 4  # six keys per memory note
+
+
+def test_two_processes_remembering_the_same_batch_write_each_memory_once(vault):
+    import json
+    import subprocess
+    import sys
+
+    items = [{"text": f"Shared fact number {i} about the {['east', 'west'][i % 2]} region"} for i in range(40)]
+    script = ("import json, sys; from vaultmem import Vault; "
+              "Vault(sys.argv[1]).remember_many(json.loads(sys.argv[2]))")
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(vault.root), json.dumps(items)]) for _ in range(2)]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    notes = list((vault.root / "memories").glob("*.md"))
+    assert len(notes) == 40 and not list((vault.root / "memories").glob(".*"))
+    day_lines = [ln for p in (vault.root / "episodes").glob("*.md") for ln in p.read_text().splitlines()
+                 if ln.startswith("- ")]
+    assert len(day_lines) == 40

@@ -186,6 +186,11 @@ class Index:
                     self._lock_depth = 0
                     fcntl.flock(handle, fcntl.LOCK_UN)
 
+    def writing(self):
+        """The writers' lock, for a whole write pipeline run: two processes remembering the same
+        thing at once must not both find it new."""
+        return self._write_lock()
+
     # -- meta ----------------------------------------------------------------------------------
     def _meta(self, conn: sqlite3.Connection, key: str, default: str = "") -> str:
         row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()

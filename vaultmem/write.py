@@ -561,10 +561,11 @@ class Writer:
 
 def remember(vault: Vault, body: str, *, explain: bool = False, **fields: Any) -> WriteResult:
     """Store one memory through the pipeline (see the module docstring)."""
-    writer = Writer(vault, durable=True, explain=explain)
-    body, checked = writer.check({"text": body, **fields}, "memory")
-    result = writer.write(body, checked)
-    writer.finish()
+    with vault.index.writing():
+        writer = Writer(vault, durable=True, explain=explain)
+        body, checked = writer.check({"text": body, **fields}, "memory")
+        result = writer.write(body, checked)
+        writer.finish()
     return result
 
 
@@ -573,27 +574,34 @@ def remember_many(vault: Vault, items: Iterable[dict[str, Any]], progress: Calla
     """Store many memories: every item is checked before the first is written, one fsync at the end.
 
     Crash-safe: every note is written whole (temp file + rename); a re-run finds the notes already
-    written (by fingerprint) and creates nothing twice.
+    written (by fingerprint) and creates nothing twice. Writers take turns (the index's lock):
+    readers never wait, and two processes remembering the same thing write it once.
     """
     items = list(items)
-    vault.refresh()  # notes of an interrupted earlier run must count as already written
-    writer = Writer(vault, durable=len(items) <= 1, explain=explain)
-    checked = [writer.check(item, f"item {n}") for n, item in enumerate(items, 1)]
-    results = []
-    for n, (body, fields) in enumerate(checked, 1):
-        result = writer.write(body, fields)
-        if result.action == "unchanged":
-            writer.log_unchanged(result, parse_time(fields.get("timestamp")), str(fields.get("source") or
-                                 vault.config["defaults"]["source"]))
-        results.append(result)
-        if progress:
-            progress(n)
-    writer.finish()
+    with vault.index.writing():
+        vault.refresh()  # notes of an interrupted earlier run must count as already written
+        writer = Writer(vault, durable=len(items) <= 1, explain=explain)
+        checked = [writer.check(item, f"item {n}") for n, item in enumerate(items, 1)]
+        results = []
+        for n, (body, fields) in enumerate(checked, 1):
+            result = writer.write(body, fields)
+            if result.action == "unchanged":
+                writer.log_unchanged(result, parse_time(fields.get("timestamp")), str(fields.get("source") or
+                                     vault.config["defaults"]["source"]))
+            results.append(result)
+            if progress:
+                progress(n)
+        writer.finish()
     return results
 
 
 def confirm(vault: Vault, ref: str) -> WriteResult:
     """Promote a candidate from the inbox: status active, moved to the memories folder."""
+    with vault.index.writing():
+        return _confirm(vault, ref)
+
+
+def _confirm(vault: Vault, ref: str) -> WriteResult:
     from .note import parse_note, update_fields
     from .records import content_hash
 
