@@ -132,7 +132,8 @@ def test_graph_channel_finds_memories_linked_to_a_named_entity(vault):
 def test_explain_has_every_channel_decay_and_final(vault):
     vault.remember("Grafana dashboard lives at grafana.internal/d/atlas", tags=["ops"])
     [hit] = vault.recall("grafana dashboard")
-    assert set(hit.channels) == {"lexical", "tags", "graph", "source", "episode", "contiguity", "strength"}
+    assert set(hit.channels) == {"lexical", "tags", "graph", "source", "episode", "contiguity", "question",
+                                 "strength"}
     assert 0 < hit.decay <= 1 and hit.final > 0 and hit.effective > 0
     d = hit.to_dict()
     for key in ("id", "path", "title", "content", "tags", "source", "lifecycle", "timestamp", "score",
@@ -181,6 +182,40 @@ def test_memories_of_a_relevant_episode_rise_together(vault):
     hits = {h.content: h for h in vault.recall("marathon training plan")}
     assert hits["Training plan for the marathon"].channels["episode"] == 1.0
     assert 0 < hits["A plan for the garden"].channels["episode"] < 1.0
+
+
+def test_an_episode_counts_as_one_text(vault):
+    vault.remember_many([{"text": "Landed in Lisbon at noon", "episode": "trip"},
+                         {"text": "The hotel has a view of the river", "episode": "trip"}])
+    vault.remember_many([{"text": "Hotel prices went up", "episode": "news"},
+                         {"text": "A new hotel opened downtown", "episode": "news"}])
+    hits = {h.content: h for h in vault.recall("Lisbon hotel")}
+    assert hits["The hotel has a view of the river"].channels["episode"] == 1.0  # its episode names both words
+    assert hits["Hotel prices went up"].channels["episode"] < 0.5
+    assert next(iter(hits)) == "Landed in Lisbon at noon"
+
+
+def test_feedback_lifts_candidates_that_share_the_best_memory_s_words(vault):
+    vault.remember("The vet said the puppy needs a rabies shot")
+    vault.remember("Vet visit moved to Monday for the rabies shot")
+    vault.remember("Vet bills are due")
+    vault.remember("Rabies shots for the cat")
+    vault.config["ranking"]["feedback_docs"] = 1  # the best memory alone votes
+    ranked = [h.content for h in vault.recall("puppy vet")]
+    assert ranked == ["The vet said the puppy needs a rabies shot", "Vet visit moved to Monday for the rabies shot",
+                      "Vet bills are due"]  # "rabies shot" came from the best memory; the cat note has no query word
+    vault.config["ranking"]["feedback_weight"] = 0.0
+    assert [h.content for h in vault.recall("puppy vet")][1] == "Vet bills are due"  # the shorter one, without
+
+
+def test_an_answer_ranks_above_the_question_it_answers(vault):
+    vault.remember_many([{"text": "Where did you park the car yesterday?", "episode": "chat"},
+                         {"text": "I parked the car on level 3", "episode": "chat"}])
+    vault.remember("上周的会议纪要在哪里？")
+    hits = vault.recall("where is the car parked")
+    assert hits[0].content == "I parked the car on level 3" and hits[0].channels["question"] == 0.0
+    assert hits[1].channels["question"] == 1.0
+    assert vault.recall("会议纪要")[0].channels["question"] == 1.0  # a full-width question mark too
 
 
 def test_recall_never_modifies_a_note(sample):

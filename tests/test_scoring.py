@@ -61,3 +61,28 @@ def test_weighted_fusion_and_rrf():
 def test_normalise_keeps_zeros():
     assert scoring.normalise(np.array([0.0, 2.0, 4.0])).tolist() == [0.0, 0.5, 1.0]
     assert scoring.normalise(np.zeros(3)).tolist() == [0.0, 0.0, 0.0]
+
+
+def test_group_bm25_scores_each_episode_as_one_text():
+    # a term found twice in group 0 (two documents), once in group 2, never in group 1
+    groups, tf = np.array([0, 0, 2]), np.array([1, 1, 1])
+    lengths = np.array([10.0, 10.0, 10.0])
+    weights = scoring.group_bm25(groups, tf, lengths, 10.0, 3, 1.2, 0.0)
+    term_idf = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
+    assert weights[0] == pytest.approx(term_idf * 2 * 2.2 / (2 + 1.2))
+    assert weights[1] == 0.0
+    assert weights[2] == pytest.approx(term_idf * 2.2 / (1 + 1.2))
+
+
+def test_feedback_weights_are_term_shares_weighted_by_relevance():
+    votes = scoring.feedback_weights([{"pets": 2, "beach": 2}, {"pets": 1}], [2.0, 1.0])
+    assert votes == {"pets": pytest.approx(1.0), "beach": pytest.approx(0.5)}
+    assert scoring.feedback_weights([{"a": 1}], [0.0]) == {}   # a first pass that found nothing votes for nothing
+    assert scoring.feedback_weights([], []) == {}
+
+
+def test_bm25_takes_one_idf_per_entry():
+    tf, lengths = np.array([1, 1]), np.array([4.0, 4.0])
+    both = scoring.bm25(tf, lengths, 4.0, np.array([1.0, 2.0]), 1.2, 0.3)
+    assert both[1] == pytest.approx(2 * both[0])
+    assert both[0] == pytest.approx(scoring.bm25(tf[:1], lengths[:1], 4.0, 1.0, 1.2, 0.3)[0])

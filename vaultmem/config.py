@@ -68,8 +68,9 @@ ranking:
     lexical: 1.0          # BM25 over words and CJK 2-/3-grams, normalised to 0..1 per query
     tags: 0.5             # share of the query's tags (and tag-named words) the memory carries
     graph: 0.3            # the memory links to an entity the query names (title or alias)
-    contiguity: 0.25      # relevance lent by the memories written next to it in the same episode
-    episode: 0.3          # how relevant the memory's whole episode (session) is to the query
+    contiguity: 0.2       # relevance lent by the memories written next to it in the same episode
+    episode: 0.3          # BM25 of the query over the memory's whole episode (session) as one text
+    question: -0.2        # the memory ends with a question: it asks more than it tells
     source: 0.3           # the query names the memory's source ("what did Caroline say …")
     strength: 0.15        # effective score / 10: a prior that orders, never a wall
   recency_weight: 0.6     # strength weight when the query asks for what is recent ("latest", "最近", "上次")
@@ -78,6 +79,9 @@ ranking:
   bm25_b: 0.3             # little length normalisation: memories are short and similar in length
   fuzzy_rescore: 20       # rescore this many top hits with rapidfuzz (typo tolerance); 0 = off
   fuzzy_weight: 0.2
+  feedback_weight: 0.25   # lexical adds this x BM25 of the terms that mark the first pass's best memories; 0 = off
+  feedback_docs: 3        # pseudo-relevance feedback: how many best memories vote for terms
+  feedback_terms: 10      # and how many of their terms (not the query's) are searched
   common_term_ratio: 1.0  # skip query terms found in more than this share of notes when rarer ones exist (1 = never)
   limit: 10
 

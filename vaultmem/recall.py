@@ -1,17 +1,20 @@
-"""recall: a query -> channels (lexical, tags, graph, strength) -> one fused, explainable ranking."""
+"""recall: a query -> channels (lexical, tags, graph, source, episode, contiguity, question, strength)
+-> one fused, explainable ranking."""
 
 from __future__ import annotations
 
 import datetime as dt
 import re
 import time
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import scoring, text
-from .records import LINK_PREFIX, TAG_PREFIX
+from .records import LINK_PREFIX, QUESTION_TERM, TAG_PREFIX
 from .snapshot import Snapshot, named_entities
 
 if TYPE_CHECKING:
@@ -76,7 +79,7 @@ def recall(vault: Vault, query: Query) -> list[Hit]:
     now = time.time() if query.now is None else query.now
     for _ in range(3):
         snap = vault.index.snapshot()
-        ranked = _rank(snap, query, vault.config, now)
+        ranked = _rank(snap, query, vault.config, now, vault.index.rows)
         if ranked is None:
             return []
         hits = _hits(vault, snap, query, *ranked, limit, cfg)
@@ -170,11 +173,12 @@ def _count(snap: Snapshot, lists: list[np.ndarray]) -> np.ndarray:
     return counts
 
 
-def _rank(snap: Snapshot, q: Query, config: dict, now: float):
+def _rank(snap: Snapshot, q: Query, config: dict, now: float, rows: Callable[..., dict | None]):
     """Candidates with their channel values, effective strength and decay; None when nothing matches.
 
     Candidates come from the posting lists the query touches (never a pass over every note,
     except for a recall with neither text nor tags, which ranks every visible note by strength).
+    `rows` is Index.rows: feedback reads the text of the first pass's best memories.
     """
     cfg = config["ranking"]
     query_norm = text.normalize(q.text).strip()
@@ -200,6 +204,9 @@ def _rank(snap: Snapshot, q: Query, config: dict, now: float):
         return None
     lexical_all = _lexical(snap, lists, cfg) if lists else None
     lexical = lexical_all[docs] if lists else np.zeros(len(docs), dtype=np.float32)
+    if lists and cfg["feedback_weight"] > 0:
+        lexical_all = lexical_all + cfg["feedback_weight"] * _feedback(snap, docs, lexical, terms, cfg, rows)
+        lexical = lexical_all[docs]
     contiguity = np.zeros(len(docs), dtype=np.float32)
     if lists and cfg["weights"].get("contiguity", 0) > 0 and lexical.max() > 0:
         near, lent = _contiguity(snap, docs, lexical / lexical.max())
@@ -221,8 +228,9 @@ def _rank(snap: Snapshot, q: Query, config: dict, now: float):
         "tags": tags,
         "graph": graph,
         "source": _source_channel(snap, docs, query_norm),
-        "episode": _episode_relevance(snap, docs, relevance),
+        "episode": _episode_relevance(snap, _visible(snap, q), docs, lists, cfg),
         "contiguity": contiguity,
+        "question": _questions(snap)[docs],
         "strength": np.clip(eff / scoring.MAX_SCORE, 0.0, 1.0),
     }
     return docs, channels, eff, dec, unknown
@@ -295,6 +303,8 @@ def _hit(row: dict[str, Any], parts: dict[str, float], final: float, eff: float,
 
 _NEIGHBOURS = ((-2, 0.5), (-1, 1.0), (1, 1.0), (2, 0.5))  # (offset in the episode, share of relevance)
 _CONTIGUITY_SOURCES = 100
+_FEEDBACK_SHORTLIST = 2  # feedback candidates whose idf is looked up, per term kept
+_MEMO_TERMS = 4096       # memories whose terms a snapshot keeps for feedback
 
 
 def _episode_order(snap: Snapshot) -> tuple[np.ndarray, np.ndarray]:
@@ -340,15 +350,121 @@ def _contiguity(snap: Snapshot, docs: np.ndarray, relevance: np.ndarray) -> tupl
     return near[first], lent[first]
 
 
-def _episode_relevance(snap: Snapshot, docs: np.ndarray, relevance: np.ndarray) -> np.ndarray:
-    """How relevant each candidate's whole episode (session) is: the summed relevance of its
-    candidates, scaled so the best episode is 1; 0 for memories that name no episode."""
-    codes = snap.codes["episode"][docs]
-    totals = np.bincount(codes, weights=relevance, minlength=len(snap.vocab["episode"]))
-    no_episode = snap.code("episode", "")
-    if no_episode >= 0:
-        totals[no_episode] = 0.0
-    return scoring.normalise(totals)[codes].astype(np.float32)
+def _episode_lengths(snap: Snapshot, visible: np.ndarray) -> tuple[np.ndarray, float, int]:
+    """Each episode's summed length over its visible memories, the mean over episodes with text, and
+    their number (memoised per snapshot and mask); the no-episode group has length 0."""
+    key = ("episode_lengths", id(visible))  # the mask lives in the same memo: its id stays its own
+    found = snap.memo.get(key)
+    if found is None:
+        lengths = np.bincount(snap.codes["episode"], weights=snap.doclen * visible, minlength=len(snap.vocab["episode"]))
+        no_episode = snap.code("episode", "")
+        if no_episode >= 0:
+            lengths[no_episode] = 0.0
+        filled = int(np.count_nonzero(lengths))
+        found = snap.memo[key] = (lengths, float(lengths.sum()) / max(filled, 1), filled)
+    return found
+
+
+def _episode_relevance(snap: Snapshot, visible: np.ndarray, docs: np.ndarray,
+                       lists: list[tuple[str, np.ndarray, np.ndarray]], cfg: dict) -> np.ndarray:
+    """How relevant each candidate's whole episode (session) is: BM25 of the query over the episode's
+    visible memories taken as one text, scaled so the best episode is 1; 0 for memories that name
+    no episode. An episode whose memories share the query's words between them rises together."""
+    lengths, avg_len, filled = _episode_lengths(snap, visible)
+    if not filled or not lists:
+        return np.zeros(len(docs), dtype=np.float32)
+    codes = snap.codes["episode"]
+    totals = np.zeros(len(lengths))
+    for _, term_docs, tf in lists:
+        seen = visible[term_docs]
+        totals += scoring.group_bm25(codes[term_docs[seen]], tf[seen], lengths, avg_len, filled,
+                                     cfg["bm25_k1"], cfg["bm25_b"])
+    return scoring.normalise(totals)[codes[docs]].astype(np.float32)
+
+
+def _feedback(snap: Snapshot, docs: np.ndarray, lexical: np.ndarray, terms: list[str], cfg: dict,
+              rows: Callable[..., dict | None]) -> np.ndarray:
+    """Pseudo-relevance feedback: BM25, over the candidates, of the terms that mark the first pass's
+    best memories, each weighted by its strength relative to the strongest (so at most 1 per term).
+
+    A query names a thing one way; the memories it finds first show how the vault names it and what
+    goes with it, so among the candidates those that also say "pets" rise for "dogs". Candidates stay
+    those the query's own words found. Zero everywhere when the first pass found nothing.
+    """
+    picked = _feedback_terms(snap, docs, lexical, terms, cfg, rows)
+    if not picked:
+        return np.zeros(snap.size, dtype=np.float32)
+    n = max(snap.n_live, 1)
+    candidate = _dense(snap, docs)
+    parts = [(weight / picked[0][0] * scoring.idf(len(term_docs), n), term_docs[candidate[term_docs]],
+              tf[candidate[term_docs]]) for weight, term_docs, tf in picked]
+    hit_docs = np.concatenate([d for _, d, _ in parts])
+    term_weight = np.concatenate([np.full(len(d), w, dtype=np.float32) for w, d, _ in parts])
+    weights = scoring.bm25(np.concatenate([tf for _, _, tf in parts]), snap.doclen[hit_docs], snap.avg_len,
+                           term_weight, cfg["bm25_k1"], cfg["bm25_b"])
+    return np.bincount(hit_docs, weights=weights, minlength=snap.size).astype(np.float32)
+
+
+def _memory_terms(snap: Snapshot, wanted: np.ndarray, rows: Callable[..., dict | None]) -> list[Counter] | None:
+    """The word terms of these memories' bodies, read once per snapshot (the best memories of
+    one query are often the best of the next); None when the index moved to another generation."""
+    memo = snap.memo.setdefault("memory_terms", {})
+    missing = [int(d) for d in wanted if int(d) not in memo]
+    if missing:
+        found = rows(missing, snap.generation)
+        if found is None:
+            return None
+        if len(memo) + len(missing) > _MEMO_TERMS:
+            memo.clear()
+        for doc in missing:
+            memo[doc] = Counter(text.terms(found[doc]["body"])) if doc in found else Counter()
+    return [memo[int(d)] for d in wanted]
+
+
+def _best_voters(snap: Snapshot, docs: np.ndarray, lexical: np.ndarray, n: int) -> np.ndarray:
+    """Indices of the n best candidates by lexical score; among equal scores the newest, so the
+    choice does not depend on how the index happens to number its documents."""
+    best = _top(lexical, n)
+    if not len(best):
+        return best
+    tied = np.flatnonzero(lexical >= lexical[best[-1]])
+    if len(tied) > len(best):
+        tied = tied[np.lexsort((-snap.ts[docs[tied]], -lexical[tied]))]
+        best = tied[:n]
+    return best[lexical[best] > 0]
+
+
+def _feedback_terms(snap: Snapshot, docs: np.ndarray, lexical: np.ndarray, terms: list[str], cfg: dict,
+                    rows: Callable[..., dict | None]) -> list[tuple[float, np.ndarray, np.ndarray]]:
+    """(weight, docs, tf) of the feedback_terms strongest terms that are not the query's, strongest
+    first: the feedback_docs best memories vote for their terms (scoring.feedback_weights), and a
+    vote counts times the term's idf, so words every memory has do not lead."""
+    best = _best_voters(snap, docs, lexical, int(cfg["feedback_docs"]))
+    counts = _memory_terms(snap, docs[best], rows)
+    if counts is None:
+        return []  # the index moved on: the recall starts again on a new snapshot
+    votes = scoring.feedback_weights(counts, [float(lexical[i]) for i in best])
+    for term in terms:
+        votes.pop(term, None)
+    n_terms, n = int(cfg["feedback_terms"]), max(snap.n_live, 1)
+    picked = []
+    # idf only for the likeliest few: each lookup is a binary search of the term blob
+    memo = snap.memo.setdefault("feedback_postings", {})
+    if len(memo) > _MEMO_TERMS:
+        memo.clear()
+    for term in sorted(votes, key=votes.__getitem__, reverse=True)[:_FEEDBACK_SHORTLIST * n_terms]:
+        term_docs, tf = memo[term] if term in memo else memo.setdefault(term, snap.postings(term))
+        if len(term_docs) > 1:  # a term of one memory only finds that memory again
+            picked.append((votes[term] * scoring.idf(len(term_docs), n), term_docs, tf))
+    return sorted(picked, key=lambda item: -item[0])[:n_terms]
+
+
+def _questions(snap: Snapshot) -> np.ndarray:
+    """1.0 for the memories whose text ends with a question, else 0 (memoised per snapshot)."""
+    found = snap.memo.get("questions")
+    if found is None:
+        found = snap.memo["questions"] = _dense(snap, snap.postings(QUESTION_TERM)[0]).astype(np.float32)
+    return found
 
 
 def _source_names(snap: Snapshot) -> list[tuple[re.Pattern[str], int]]:

@@ -17,6 +17,7 @@ KINDS = ("memory", "entity", "episode")
 STATUS_BY_FOLDER = {"inbox": "candidate", "archive": "archived"}
 TAG_PREFIX = "#"
 LINK_PREFIX = "@"
+QUESTION_TERM = "?question"  # marks a memory whose text ends with a question (no query word can spell it)
 
 
 @dataclass
@@ -171,11 +172,14 @@ def build_records(root: str, items: list[tuple], defaults: dict[str, Any]) -> tu
 
 def index_terms(rec: Record) -> Counter:
     """The terms a note is found by: words and grams of its title, body, value, tags and aliases,
-    plus one exact term per tag (`#tag`) and per link target (`@target`)."""
+    plus one exact term per tag (`#tag`) and per link target (`@target`), and QUESTION_TERM when
+    the body ends with a question mark (recall's question channel)."""
     indexed = "\n".join([rec.title, rec.body, rec.value, " ".join(rec.tags), " ".join(rec.aliases)])
     terms = Counter(text.terms(indexed))
     for tag in rec.tags:
         terms[TAG_PREFIX + "_".join(text.normalize_tag(tag).split())] += 1
     for link in rec.links:
         terms[LINK_PREFIX + " ".join(link_key(link).split())] += 1
+    if rec.body.rstrip().endswith(("?", "？")):
+        terms[QUESTION_TERM] = 1
     return terms

@@ -17,7 +17,7 @@ decay is a prior, not a wall.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -70,11 +70,47 @@ def idf(df: int, n_docs: int) -> float:
     return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
 
-def bm25(tf: np.ndarray, doc_len: np.ndarray, avg_len: float, term_idf: float, k1: float, b: float) -> np.ndarray:
-    """BM25 weight of one term for each document of its posting list."""
+def bm25(tf: np.ndarray, doc_len: np.ndarray, avg_len: float, term_idf: float | np.ndarray, k1: float,
+         b: float) -> np.ndarray:
+    """BM25 weight of one term for each document of its posting list (term_idf may also hold one
+    weight per entry, to score several terms' postings in one pass)."""
     tf = tf.astype(np.float32)
     norm = k1 * (1.0 - b + b * (doc_len / max(avg_len, 1e-9)))
     return term_idf * tf * (k1 + 1.0) / (tf + norm)
+
+
+def group_bm25(doc_groups: np.ndarray, tf: np.ndarray, group_len: np.ndarray, avg_len: float, n_groups: int,
+               k1: float, b: float) -> np.ndarray:
+    """BM25 weight of one term for every group of documents (an episode) taken as one text.
+
+    Args:
+        doc_groups: the group of each document of the term's posting list.
+        tf: the term's count in each of those documents.
+        group_len: the summed length of each group's documents; its size is the number of groups.
+        n_groups: how many groups hold any text (for the term's idf).
+    """
+    group_tf = np.bincount(doc_groups, weights=tf, minlength=len(group_len))
+    df = int(np.count_nonzero(group_tf))
+    return bm25(group_tf, group_len, avg_len, idf(df, n_groups), k1, b)
+
+
+def feedback_weights(documents: Sequence[Mapping[str, int]], relevance: Sequence[float]) -> dict[str, float]:
+    """How strongly the best documents of a first pass speak for each of their terms (a relevance model):
+    the sum over documents of relevance x tf / document length, relevance scaled so the best is 1.
+
+    >>> feedback_weights([{"a": 2, "b": 2}, {"a": 1}], [2.0, 1.0])
+    {'a': 1.0, 'b': 0.5}
+    """
+    top = max(relevance, default=0.0)
+    weights: dict[str, float] = {}
+    for counts, rel in zip(documents, relevance, strict=True):
+        size = sum(counts.values())
+        if top <= 0 or size == 0:
+            continue
+        share = rel / top / size
+        for term, count in counts.items():
+            weights[term] = weights.get(term, 0.0) + share * count
+    return weights
 
 
 def normalise(values: np.ndarray) -> np.ndarray:

@@ -27,8 +27,9 @@ __all__ = [
     "terms",
 ]
 
-TOKENIZER_VERSION: int = 2
-"""Bump on any change of terms() output: a stored index with another version is rebuilt."""
+TOKENIZER_VERSION: int = 3
+"""Bump on any change of terms() or records.index_terms() output: a stored index with another
+version is rebuilt (3: the question marker term)."""
 
 _ENGLISH_STOPWORDS = """
 a an the this that these those some any each every all both either neither no none other
