@@ -4,6 +4,7 @@
     python bench/locomo.py --json bench/out/locomo.json  # also write the figures as JSON
     python bench/locomo.py --smoke                       # first conversation, first 30 questions: CI
     python bench/locomo.py --ablation                    # also vaultmem ranking variants (config overrides)
+    python bench/locomo.py --misses misses.json          # also vaultmem's misses: question, gold, top 10
 
 Protocol (shared/data/README.md): one memory per dialog turn, "(<session date_time>) <speaker>: <text>"
 (+ " [shares <blip_caption>]" for image turns), stamped with its session's date (UTC), one vault
@@ -43,18 +44,25 @@ DIA_ID = re.compile(r"D:?(\d+):(\d+)")  # also matches the malformed "D:11:26" a
 DATE_FORMAT = "%I:%M %p on %d %B, %Y"   # "1:56 pm on 8 May, 2023"
 BM25S_PARAMS = {"k1": 1.5, "b": 0.75}
 # vaultmem ranking variants for --ablation: name -> overrides written to .vaultmem/config.yaml.
-_CTR1 = {"common_term_ratio": 1.0}
+# "+" rows rebuild today's default step by step from the channels of before feedback and the
+# question channel (episode relevance is BM25 over the episode in all of them); "-" rows take one
+# thing out of the default.
+_BEFORE = {"feedback_weight": 0.0, "weights": {"question": 0.0, "contiguity": 0.25}}
 VARIANTS: dict[str, dict] = {
     "default": {},
-    "strength 0": {"ranking": {"weights": {"strength": 0.0}}},
-    "k1 1.5, b 0.75": {"ranking": {"bm25_k1": 1.5, "bm25_b": 0.75}},
-    "fuzzy off": {"ranking": {"fuzzy_rescore": 0}},
-    "ctr 1": {"ranking": _CTR1},
-    "ctr 1, strength 0": {"ranking": {**_CTR1, "weights": {"strength": 0.0}}},
-    "ctr 1, k1 1.5, b 0.75": {"ranking": {**_CTR1, "bm25_k1": 1.5, "bm25_b": 0.75}},
-    "ctr 1, b 0": {"ranking": {**_CTR1, "bm25_b": 0.0}},
-    "ctr 1, pure BM25": {"ranking": {**_CTR1, "fuzzy_rescore": 0, "recency_weight": 0.0,
-                                     "weights": {"strength": 0.0}}},
+    "+ episode BM25 only": {"ranking": _BEFORE},
+    "+ feedback 0.2": {"ranking": {**_BEFORE, "feedback_weight": 0.2}},
+    "+ question -0.2": {"ranking": {"feedback_weight": 0.2, "weights": {"contiguity": 0.25}}},
+    "- feedback": {"ranking": {"feedback_weight": 0.0}},
+    "- question": {"ranking": {"weights": {"question": 0.0}}},
+    "- episode": {"ranking": {"weights": {"episode": 0.0}}},
+    "- contiguity": {"ranking": {"weights": {"contiguity": 0.0}}},
+    "- source": {"ranking": {"weights": {"source": 0.0}}},
+    "- strength": {"ranking": {"weights": {"strength": 0.0}}},
+    "- fuzzy": {"ranking": {"fuzzy_rescore": 0}},
+    "bm25s's k1 1.5, b 0.75": {"ranking": {"bm25_k1": 1.5, "bm25_b": 0.75}},
+    "feedback 5 docs": {"ranking": {"feedback_docs": 5}},
+    "feedback 20 terms": {"ranking": {"feedback_terms": 20}},
 }
 
 
@@ -241,6 +249,7 @@ class Run:
     scores: list[tuple[int, dict[str, float]]] = field(default_factory=list)
     ingest_s: float = 0.0
     latencies_ms: list[float] = field(default_factory=list)
+    misses: list[dict] = field(default_factory=list)  # questions with gold outside the top 10
 
     def ask(self, search: Callable[[str], list[frozenset[str]]], questions: list[Question]) -> None:
         """Time and score every question."""
@@ -249,6 +258,9 @@ class Run:
             ranked = search(q.text)
             self.latencies_ms.append((time.perf_counter() - start) * 1000)
             self.scores.append((q.category, score(ranked, q.gold)))
+            if self.scores[-1][1]["R@10"] < 1:
+                self.misses.append({"category": q.category, "question": q.text, "gold": sorted(q.gold),
+                                    "top10": [sorted(ids) for ids in ranked]})
 
     def quality(self) -> dict:
         """Mean metrics overall and per category."""
@@ -281,7 +293,10 @@ def run_conversation(conversation: Conversation, runs: dict[str, Run], ablation:
                 start = time.perf_counter()
                 system.ingest(conversation)
                 runs[name].ingest_s += time.perf_counter() - start
+                known = len(runs[name].misses)
                 runs[name].ask(system.search, conversation.questions)
+                for miss in runs[name].misses[known:]:
+                    miss["conversation"] = conversation.sample_id
             if ablation is not None:
                 ask_variants(systems["vaultmem"], conversation.questions, ablation)
         finally:
@@ -307,6 +322,7 @@ def evaluate(conversations: list[Conversation], with_ablation: bool) -> dict:
               f"{time.perf_counter() - start:.1f} s", file=sys.stderr)
     report = {name: run.summary() for name, run in runs.items()}
     report["n_questions"] = sum(len(c.questions) for c in conversations)
+    report["misses"] = runs["vaultmem"].misses  # main() writes them to --misses, not to --json
     if ablation is not None:
         report["ablation"] = {name: {**run.quality(), **run.latency()} for name, run in ablation.items()}
     return report
@@ -360,6 +376,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--smoke", action="store_true", help=f"first conversation, first {SMOKE_QUESTIONS} questions")
     parser.add_argument("--ablation", action="store_true", help="also run vaultmem ranking variants")
     parser.add_argument("--json", type=Path, help="write the figures to this file")
+    parser.add_argument("--misses", type=Path, help="write vaultmem's misses (gold not all in the top 10) here")
     return parser.parse_args(argv)
 
 
@@ -373,6 +390,10 @@ def main(argv: list[str] | None = None) -> int:
     conversations = load(args.data, limit, per_conversation)
     start = time.perf_counter()
     report = evaluate(conversations, args.ablation)
+    misses = report.pop("misses")
+    if args.misses:
+        args.misses.parent.mkdir(parents=True, exist_ok=True)
+        args.misses.write_text(json.dumps(misses, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(table(report, category_counts(conversations)))
     print(f"n_questions {report['n_questions']}, run {time.perf_counter() - start:.1f} s")
     if args.ablation:
