@@ -153,8 +153,15 @@ def _single_walls(vault: Path, tag: str) -> list[float]:
 
 
 def _secrets_on_disk(vault: Path, secrets: list[str]) -> int:
-    blobs = [p.read_bytes() for p in vault.rglob("*") if p.is_file()]
-    return sum(1 for s in set(secrets) if any(s.encode() in blob for blob in blobs))
+    """How many planted secrets occur, as bytes, in any file under the vault (.vaultmem/ included)."""
+    import re
+
+    pattern = re.compile(b"|".join(re.escape(s.encode()) for s in set(secrets)))
+    found: set[bytes] = set()
+    for path in vault.rglob("*"):
+        if path.is_file():
+            found.update(pattern.findall(path.read_bytes()))
+    return len(found)
 
 
 def _duplicates_left(vault: Path, markers: list[str]) -> int:

@@ -33,7 +33,7 @@ from .records import Record, build_records, index_terms
 if TYPE_CHECKING:  # numpy and the snapshot load only when postings are built or read: a write does neither
     from .snapshot import PostingsBuilder, Snapshot
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 CHUNK = 512  # files per parse job
 RACY_NS = 2_000_000_000  # coarse file-system clocks: an mtime this close to a check proves nothing
 
