@@ -307,6 +307,7 @@ def _irregular_table() -> dict[str, str]:
 
 _IRREGULAR.update(_irregular_table())
 
+
 class LazyPattern:
     """A regex compiled on first use: a one-off `remember` runs few of the write pipeline's rules,
     and compiling them all costs more (~0.1 s here) than the rest of it."""
