@@ -103,6 +103,8 @@ def test_restates_is_a_likeness_only_for_restatements():
     assert alike("Backup runs nightly at 03:00 on the main cluster", old) == 0.0
     assert alike("Backup runs nightly at 02:00 on the spare cluster", old) == 0.0
     assert alike("Backup runs at 02:00 on the main cluster", old) > 0.8  # says less: still a repeat
+    assert alike("Backup runs nightly at 02:00 on the main cluster again", old) == 0.0
+    assert alike("Backup runs not nightly at 02:00 on the main cluster", old) == 0.0  # a negation is news
 
 
 def test_a_new_value_of_an_entity_attribute_supersedes_the_old_note(vault):

@@ -54,8 +54,8 @@ def restates(new_plain: str, old_plain: str) -> float:
     ratio = fuzz.ratio(new_plain, old_plain) / 100.0
     if ratio == 0 or sorted(_NUMBER.findall(new_plain)) != sorted(_NUMBER.findall(old_plain)):
         return 0.0
-    if not set(text.terms(new_plain)) <= set(text.terms(old_plain)):
-        return 0.0
+    if not set(_WORD.findall(new_plain)) <= set(_WORD.findall(old_plain)):
+        return 0.0  # every word counts here, stopwords too: "not" and "again" are news
     return ratio
 
 

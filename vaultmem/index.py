@@ -54,6 +54,7 @@ CREATE TABLE IF NOT EXISTS tomb(doc INTEGER PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS access(id TEXT PRIMARY KEY, uses INTEGER NOT NULL, last REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS logpos(file TEXT PRIMARY KEY, offset INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS notes_value ON notes(type, value);
+CREATE INDEX IF NOT EXISTS notes_path_nocase ON notes(path COLLATE NOCASE);
 CREATE TABLE IF NOT EXISTS dupkey(key INTEGER NOT NULL, path TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS dupkey_key ON dupkey(key);
 CREATE INDEX IF NOT EXISTS dupkey_path ON dupkey(path);
@@ -524,6 +525,12 @@ class Index:
         conn = self._conn()
         sql = f"SELECT {', '.join(NOTE_FIELDS)} FROM notes WHERE {where} ORDER BY {order}"
         return [_row_dict(r) for r in conn.execute(sql, params)]
+
+    def path_taken(self, rel: str) -> bool:
+        """Whether a note is indexed at this vault path in any letter case (Obsidian on macOS and
+        Windows sees `Note.md` and `note.md` as one file)."""
+        return self._conn().execute("SELECT 1 FROM notes WHERE path = ? COLLATE NOCASE LIMIT 1",
+                                    (rel,)).fetchone() is not None
 
     def near_duplicate_paths(self, keys: list[int]) -> list[str]:
         """Paths of memory notes sharing a sketch key with a text (dedup.sketch_keys), oldest first."""

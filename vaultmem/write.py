@@ -467,12 +467,12 @@ class Writer:
         folder = self.vault.folders[draft.folder]
         folder.mkdir(parents=True, exist_ok=True)
         taken = self._taken.get(draft.folder)
-        if taken is None:
-            taken = self._taken[draft.folder] = {n.casefold() for n in os.listdir(folder)}
+        if taken is None:  # a batch lists the folder once; a single write asks the index instead
+            taken = self._taken[draft.folder] = {n.casefold() for n in os.listdir(folder)} if not self.durable else set()
         stem = safe_filename(draft.title)
         for attempt in range(10_000):
             path = folder / (f"{stem}.md" if attempt == 0 else f"{stem} {attempt + 1}.md")
-            if path.name.casefold() in taken:
+            if path.name.casefold() in taken or (self.durable and self.vault.index.path_taken(self.vault.relpath(path))):
                 continue
             taken.add(path.name.casefold())
             try:
