@@ -520,11 +520,12 @@ class Index:
             found = conn.execute(f"SELECT doc, {', '.join(NOTE_FIELDS)} FROM notes WHERE doc IN ({marks})", docs)
             return {row[0]: _row_dict(row[1:]) for row in found}
 
-    def select_notes(self, where: str = "1", params: tuple = (), order: str = "path") -> list[dict[str, Any]]:
-        """Rows of the notes table matching a SQL condition."""
+    def select_notes(self, where: str = "1", params: tuple = (), order: str = "path",
+                     columns: tuple[str, ...] = NOTE_FIELDS) -> list[dict[str, Any]]:
+        """Rows of the notes table matching a SQL condition (all columns, or the ones named)."""
         conn = self._conn()
-        sql = f"SELECT {', '.join(NOTE_FIELDS)} FROM notes WHERE {where} ORDER BY {order}"
-        return [_row_dict(r) for r in conn.execute(sql, params)]
+        sql = f"SELECT {', '.join(columns)} FROM notes WHERE {where} ORDER BY {order}"
+        return [_row_dict(r, columns) for r in conn.execute(sql, params)]
 
     def path_taken(self, rel: str) -> bool:
         """Whether a note is indexed at this vault path in any letter case (Obsidian on macOS and
@@ -624,10 +625,11 @@ def _row(rec: Record) -> tuple:
     return tuple("\n".join(getattr(rec, f)) if f in _LIST_FIELDS else getattr(rec, f) for f in NOTE_FIELDS)
 
 
-def _row_dict(values: tuple) -> dict[str, Any]:
-    row = dict(zip(NOTE_FIELDS, values))
+def _row_dict(values: tuple, columns: tuple[str, ...] = NOTE_FIELDS) -> dict[str, Any]:
+    row = dict(zip(columns, values))
     for f in _LIST_FIELDS:
-        row[f] = row[f].split("\n") if row[f] else []
+        if f in row:
+            row[f] = row[f].split("\n") if row[f] else []
     return row
 
 

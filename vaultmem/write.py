@@ -137,6 +137,9 @@ class _Draft:
     keys: list[int] = field(default_factory=list)
 
 
+_KNOWN_COLUMNS = ("path", "id", "title", "type", "value", "namespace", "status", "score")
+
+
 @dataclass
 class _Known:
     """A memory note this pipeline may merge into or supersede."""
@@ -174,6 +177,7 @@ class Writer:
         self._by_attr: dict[tuple[str, str, str], _Known] = {}
         self._bodies: dict[str, str] = {}
         self._plains: dict[str, tuple[str, str]] = {}  # path -> (body, its plain_text)
+        self._attrs: dict[tuple[str, str], dict[str, dict]] = {}  # (namespace, type) -> entity -> newest row
         self._known: dict[str, _Known] = {}
         self._changed: dict[str, Path] = {}
         self._written: dict[str, tuple] = {}  # created notes: (text, sketch keys, note.Note)
@@ -291,7 +295,8 @@ class Writer:
     def _existing_fp(self, fp: str, namespace: str) -> _Known | None:
         if not self._has_memories:
             return None
-        rows = self.vault.index.select_notes("fp = ? AND kind = 'memory' AND namespace = ?", (fp, namespace))
+        rows = self.vault.index.select_notes("fp = ? AND +kind = 'memory' AND namespace = ?", (fp, namespace),
+                                             columns=_KNOWN_COLUMNS)
         for row in rows:
             if (self.vault.root / row["path"]).exists():
                 return self._remember_row(row)
@@ -336,8 +341,8 @@ class Writer:
         if not self._has_memories:
             return None
         rows = self.vault.index.select_notes(
-            "type = ? AND value = ? AND namespace = ? AND kind = 'memory' AND status IN ('active', 'candidate')",
-            (kind, value, ns), order="ts")
+            "type = ? AND value = ? AND namespace = ? AND +kind = 'memory' AND status IN ('active', 'candidate')",
+            (kind, value, ns), order="ts", columns=_KNOWN_COLUMNS)
         return self._remember_row(rows[-1]) if rows else None
 
     def _candidate(self, path: str, ns: str) -> tuple[_Known | None, str]:
@@ -374,15 +379,22 @@ class Writer:
         return None
 
     def _row_by_attr(self, meta: dict[str, Any], entity: str) -> _Known | None:
+        """The newest active memory on disk with this attribute type linking to this entity."""
         if not self._has_memories:
             return None
-        rows = self.vault.index.select_notes(
-            "type = ? AND namespace = ? AND kind = 'memory' AND status = 'active' AND value != ''",
-            (meta["type"], meta["namespace"]), order="ts")
-        for row in reversed(rows):
-            if entity in {text.normalize(link) for link in row["links"]}:
-                return self._remember_row(row)
-        return None
+        key = (meta["namespace"], meta["type"])
+        by_entity = self._attrs.get(key)
+        if by_entity is None:  # one query per (namespace, type) for a whole batch
+            by_entity = self._attrs[key] = {}
+            rows = self.vault.index.select_notes(
+                "type = ? AND namespace = ? AND +kind = 'memory' AND status = 'active' AND value != ''",
+                (meta["type"], meta["namespace"]),
+                order="ts", columns=_KNOWN_COLUMNS + ("links",))
+            for row in rows:
+                for link in row["links"]:
+                    by_entity[text.normalize(link)] = row
+        row = by_entity.get(entity)
+        return self._remember_row(row) if row is not None else None
 
     # -- outcomes ------------------------------------------------------------------------------------
     def _result(self, action: str, known: _Known, draft: _Draft, score: float,
