@@ -83,6 +83,7 @@ class Vault:
         self.state = self.root / STATE_DIR
         self.config = load_config(self.state / "config.yaml", self.state / "cache" / "config.json")
         self._safe_dirs: set[str] = set()
+        self._root_prefix = os.path.join(str(self.root), "")
         self.memory_root = self._checked(self.root / str(self.config["memory_root"]))
         self.folders = {role: self._checked(self.memory_root / name)
                         for role, name in self.config["folders"].items()}
@@ -161,6 +162,9 @@ class Vault:
     # -- paths and notes -----------------------------------------------------------------------
     def relpath(self, path: Path) -> str:
         """A vault path as the index stores it (POSIX, relative to the vault root)."""
+        text = str(path)
+        if text.startswith(self._root_prefix):  # the common case, without pathlib's slow parsing
+            return text[len(self._root_prefix):].replace(os.sep, "/")
         return path.relative_to(self.root).as_posix()
 
     def safe_path(self, ref: str) -> Path:
