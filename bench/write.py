@@ -153,14 +153,17 @@ def _single_walls(vault: Path, tag: str) -> list[float]:
 
 
 def _secrets_on_disk(vault: Path, secrets: list[str]) -> int:
-    """How many planted secrets occur, as bytes, in any file under the vault (.vaultmem/ included)."""
+    """How many planted secrets occur in any file under the vault (.vaultmem/ included), as a run
+    of ASCII letters, digits, '_' and '-' (every planted secret is one), compared case-insensitively
+    (the index stores lower-cased terms)."""
     import re
 
-    pattern = re.compile(b"|".join(re.escape(s.encode()) for s in set(secrets)))
+    wanted = {s.lower().encode() for s in secrets}
+    token = re.compile(rb"[A-Za-z0-9_-]{8,}")
     found: set[bytes] = set()
     for path in vault.rglob("*"):
         if path.is_file():
-            found.update(pattern.findall(path.read_bytes()))
+            found.update(wanted.intersection(token.findall(path.read_bytes().lower())))
     return len(found)
 
 
