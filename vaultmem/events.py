@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import socket
 import time
 from collections.abc import Iterable, Iterator
@@ -30,7 +29,7 @@ def state_dir() -> Path:
 
 def _new_device_id() -> str:
     host = "".join(ch for ch in socket.gethostname().split(".")[0].lower() if ch.isalnum() or ch == "-")
-    return f"{(host or 'device')[:24]}-{secrets.token_hex(2)}"
+    return f"{(host or 'device')[:24]}-{os.urandom(2).hex()}"
 
 
 def device_id() -> str:

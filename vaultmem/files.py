@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import secrets
 from pathlib import Path
 
 
@@ -14,7 +13,7 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True, exclusive: bo
     place; with exclusive, an existing file is never replaced (hard link, which fails if taken).
     Raises FileExistsError when exclusive and the name is taken.
     """
-    tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import shutil
 import threading
 import time
@@ -35,7 +34,7 @@ MAX_NAME_BYTES = 200  # below the 255-byte limit of ext4/APFS, leaving room for 
 def new_ulid(when: float | None = None) -> str:
     """A ULID: 48-bit millisecond time + 80 random bits, Crockford base32 (sorts by creation time)."""
     ms = int((time.time() if when is None else when) * 1000) & ((1 << 48) - 1)
-    value = (ms << 80) | int.from_bytes(secrets.token_bytes(10), "big")
+    value = (ms << 80) | int.from_bytes(os.urandom(10), "big")
     return "".join(_CROCKFORD[(value >> shift) & 31] for shift in range(125, -1, -5))
 
 
