@@ -235,3 +235,26 @@ def test_two_processes_remembering_the_same_batch_write_each_memory_once(vault):
     day_lines = [ln for p in (vault.root / "episodes").glob("*.md") for ln in p.read_text().splitlines()
                  if ln.startswith("- ")]
     assert len(day_lines) == 40
+
+
+def test_a_long_lived_vault_reuses_its_matcher_until_an_entity_changes(vault, monkeypatch):
+    from vaultmem.links import EntityMatcher
+
+    built = []
+    real = EntityMatcher.from_index.__func__
+
+    def counting(cls, v):
+        built.append(1)
+        return real(cls, v)
+
+    monkeypatch.setattr(EntityMatcher, "from_index", classmethod(counting))
+    vault.remember("The quarterly report goes to finance")
+    vault.remember("The annual report goes to the board")
+    assert len(built) == 1
+    vault.add_entity("Li Wei", aliases=["老李"])
+    linked = vault.remember("老李 reviews the migration plan")
+    assert len(built) == 2 and "[[Li Wei|老李]]" in _body(vault, linked)
+    (vault.root / "entities/Li Wei.md").write_text("---\naliases: [Wei]\n---\n# Li Wei\n", encoding="utf-8")
+    vault.refresh()
+    assert "[[Li Wei|Wei]]" in _body(vault, vault.remember("Wei approved the budget"))
+    assert len(built) == 3

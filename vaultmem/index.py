@@ -527,6 +527,11 @@ class Index:
         sql = f"SELECT {', '.join(columns)} FROM notes WHERE {where} ORDER BY {order}"
         return [_row_dict(r, columns) for r in conn.execute(sql, params)]
 
+    def entity_state(self) -> tuple:
+        """Changes whenever an entity note is added, removed or edited (a cache key)."""
+        return tuple(self._conn().execute(
+            "SELECT count(*), max(mtime_ns), sum(size), max(doc) FROM notes WHERE kind = 'entity'").fetchone())
+
     def path_taken(self, rel: str) -> bool:
         """Whether a note is indexed at this vault path in any letter case (Obsidian on macOS and
         Windows sees `Note.md` and `note.md` as one file)."""

@@ -136,7 +136,7 @@ class EntityMatcher:
     @classmethod
     def from_index(cls, vault: Vault) -> EntityMatcher:
         """A matcher for every entity note in the vault's index."""
-        rows = vault.index.select_notes("kind = 'entity'")
+        rows = vault.index.select_notes("kind = 'entity'", columns=("title", "aliases"))
         return cls(Entity(row["title"], tuple(row["aliases"])) for row in rows)
 
     def __len__(self) -> int:

@@ -82,6 +82,8 @@ class Vault:
         self.state = self.root / STATE_DIR
         self.config = load_config(self.state / "config.yaml", self.state / "cache" / "config.json")
         self._safe_dirs: set[str] = set()
+        self._reused: dict[str, tuple[Any, Any]] = {}
+        self._reused_lock = threading.RLock()
         self._root_prefix = os.path.join(str(self.root), "")
         self.memory_root = self._checked(self.root / str(self.config["memory_root"]))
         self.folders = {role: self._checked(self.memory_root / name)
@@ -152,6 +154,15 @@ class Vault:
     def refresh(self, progress: Callable[[int, int], None] | None = None, force: bool = False) -> RefreshStats:
         """Re-read notes changed on disk since the last refresh (all of them with force)."""
         return self.index.refresh(progress, force)
+
+    def reused(self, name: str, key: Any, build: Callable[[], Any]) -> Any:
+        """A helper the write pipeline builds once (the policy, the rule tables, the entity
+        matcher) and reuses while `key` holds: a long-lived agent remembers without rebuilding."""
+        with self._reused_lock:
+            cached = self._reused.get(name)
+            if cached is None or cached[0] != key:
+                cached = self._reused[name] = (key, build())
+            return cached[1]
 
     def close(self) -> None:
         """Release this thread's index connection."""

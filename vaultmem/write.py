@@ -166,8 +166,8 @@ class Writer:
 
         self.vault = vault
         self.settings = vault.config["write"]
-        self.policy = Policy.from_config(vault.config)
-        self.extractor = Extractor.from_config(vault.config)
+        self.policy = vault.reused("policy", None, lambda: Policy.from_config(vault.config))
+        self.extractor = vault.reused("extractor", None, lambda: Extractor.from_config(vault.config))
         self.durable = durable
         self.want_explain = explain
         self._matcher = None
@@ -275,7 +275,9 @@ class Writer:
         if self._matcher is None:
             from .links import EntityMatcher
 
-            self._matcher = EntityMatcher.from_index(self.vault)
+            # reused while no entity note changed; a batch adds the entities it creates to it
+            self._matcher = self.vault.reused("entities", self.vault.index.entity_state(),
+                                              lambda: EntityMatcher.from_index(self.vault))
         return self._matcher
 
     def _ensure_entity(self, name: str, when: dt.datetime) -> None:
