@@ -275,7 +275,7 @@ class Vault:
 
     def confirm(self, ref: str):
         """Promote a candidate memory from the inbox (status active, moved to memories/)."""
-        from .write import confirm
+        from .lifecycle import confirm
 
         return confirm(self, ref)
 

@@ -83,6 +83,11 @@ def make_title(body: str) -> str:
     return (cut[:space] if space > TITLE_CHARS // 2 else cut).rstrip(" ,.;:，。；：")
 
 
+def numbered(folder: Path, stem: str, attempt: int) -> Path:
+    """The attempt-th readable name for a note: `stem.md`, then `stem 2.md`, `stem 3.md` …"""
+    return folder / (f"{stem}.md" if attempt == 0 else f"{stem} {attempt + 1}.md")
+
+
 def _str_list(value: Any, name: str) -> list[str]:
     if value is None:
         return []
@@ -485,7 +490,7 @@ class Writer:
             taken = self._taken[draft.folder] = {n.casefold() for n in os.listdir(folder)} if not self.durable else set()
         stem = safe_filename(draft.title)
         for attempt in range(10_000):
-            path = folder / (f"{stem}.md" if attempt == 0 else f"{stem} {attempt + 1}.md")
+            path = numbered(folder, stem, attempt)
             if path.name.casefold() in taken or (self.durable and self.vault.index.path_taken(self.vault.relpath(path))):
                 continue
             taken.add(path.name.casefold())
@@ -609,43 +614,6 @@ def remember_many(vault: Vault, items: Iterable[dict[str, Any]], progress: Calla
     return results
 
 
-def confirm(vault: Vault, ref: str) -> WriteResult:
-    """Promote a candidate from the inbox: status active, moved to the memories folder."""
-    with vault.index.writing():
-        return _confirm(vault, ref)
-
-
-def _confirm(vault: Vault, ref: str) -> WriteResult:
-    from .note import parse_note, update_fields
-    from .records import content_hash
-
-    row = vault.resolve(ref)
-    if row["kind"] != "memory" or row["status"] != "candidate":
-        raise VaultmemError(f"{row['path']} is not a candidate (status {row['status'] or 'active'})")
-    src = vault.root / row["path"]
-    data = src.read_bytes()
-    new_text = update_fields(parse_note(data, row["path"]), {"status": "active"})
-    folder = vault.folders["memories"]
-    folder.mkdir(parents=True, exist_ok=True)
-    for attempt in range(10_000):
-        dst = folder / (src.name if attempt == 0 else f"{src.stem} {attempt + 1}.md")
-        try:
-            vault.write_text(dst, new_text, expected_sha=None)
-        except WriteConflict:
-            continue
-        break
-    else:
-        raise VaultmemError(f"no free file name for {src.stem!r} in {folder}")
-    if content_hash(src.read_bytes()) != content_hash(data):
-        dst.unlink()
-        raise WriteConflict(src)
-    src.unlink()
-    vault.refresh()
-    vault.audit([{"event": "confirm", "id": row["id"], "path": vault.relpath(dst)}])
-    return WriteResult("confirmed", row["id"], vault.relpath(dst), dst.stem, None, row["type"], row["value"],
-                       row["score"], "active", list(row["tags"]))
-
-
 def read_jsonl(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
     """Objects of a JSON-lines stream; a bad line raises VaultmemError naming its line number."""
     import json
@@ -662,4 +630,4 @@ def read_jsonl(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
         yield item
 
 
-__all__ = ["WriteResult", "Writer", "confirm", "read_jsonl", "remember", "remember_many"]
+__all__ = ["WriteResult", "Writer", "numbered", "read_jsonl", "remember", "remember_many"]
