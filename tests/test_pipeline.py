@@ -33,6 +33,14 @@ def test_a_secret_never_reaches_the_disk(vault):
     assert b"Tr0ub4dor&3x" not in _everything(vault)
 
 
+def test_hash_mode_writes_one_digest_in_the_body_and_the_file_name(vault):
+    (vault.root / ".vaultmem/config.yaml").write_text("policy:\n  action: hash\n", encoding="utf-8")
+    hashed = Vault(vault.root).remember("The staging password: Tr0ub4dor&3x")
+    body = _body(vault, hashed)
+    digest = body.split("sha256:")[1][:64]
+    assert "Tr0ub4dor&3x" not in body and digest[:20] in hashed.path
+
+
 def test_a_chinese_password_and_an_api_key_are_redacted(vault):
     result = vault.remember("服务器 root 密码是qaz123WSX，OpenAI key sk-proj-abcdefghijklmnopqrstuvwxyz012345")
     body = _body(vault, result)

@@ -249,7 +249,8 @@ class Writer:
         for name in [*fields["entity"], *extraction.names]:
             self._ensure_entity(self._clean(name, redacted), when)
         linked, entities = self._link(body)
-        title = self._clean(str(fields.get("title") or make_title(linked)), redacted)
+        # a title made from the cleaned body is clean; cleaning it again would re-hash a cut hash
+        title = self._clean(str(fields["title"]), redacted) if fields.get("title") else make_title(linked)
         meta = {"id": new_ulid(when.timestamp()), "type": kind, "value": value, "score": round(score, 2),
                 "timestamp": when, "tags": _union(fields["tags"], extraction.tags), "source": source,
                 "lifecycle": str(fields.get("lifecycle") or d["lifecycle"]), "trust": trust,
