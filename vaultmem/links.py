@@ -342,7 +342,7 @@ def add_entity(vault: Vault, name: str, aliases: Iterable[str] = (), *, tags: It
 def _entity_path(vault: Vault, name: str) -> Path | None:
     """The note of the indexed entity whose title or an alias is `name`, if it is still on disk."""
     key = fold(name)
-    for row in vault.index.select_notes("kind = 'entity'"):
+    for row in vault.index.select_notes("kind = 'entity'", columns=("path", "title", "aliases")):
         if key in {fold(n) for n in (row["title"], *row["aliases"])}:
             path = vault.root / row["path"]
             if path.exists():

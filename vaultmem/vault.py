@@ -248,6 +248,24 @@ class Vault:
             raise WriteConflict(path)
         atomic_write(path, data, durable=durable)
 
+    def edit_note(self, path: Path, edit: Callable[[Any], str], *, durable: bool = True, retries: int = 5) -> str:
+        """Rewrite a note from its current text: read it, `edit(note.Note) -> new text`, write it
+        unless it changed on disk meanwhile (a person saving in Obsidian), then read it again.
+
+        Returns the text written. Raises WriteConflict when it kept changing through every retry.
+        """
+        from .note import parse_note
+
+        for _ in range(retries):
+            data = path.read_bytes()
+            new_text = edit(parse_note(data, self.relpath(path)))
+            try:
+                self.write_text(path, new_text, expected_sha=content_hash(data), durable=durable)
+                return new_text
+            except WriteConflict:
+                continue
+        raise WriteConflict(path)
+
     def audit(self, events: Iterable[dict]) -> None:
         """Append events to this device's audit log."""
         append_events(self.device_dir, "audit", events)

@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from .vault import Vault
 
 TITLE_CHARS = 60
-CONFLICT_RETRIES = 5
 _LINK = re.compile(r"\[\[([^\]|#]*)(?:#[^\]|]*)?(?:\|([^\]]*))?\]\]")
 BATCH_FIELDS = {"text", "tags", "source", "lifecycle", "score", "timestamp", "type", "value", "namespace",
                 "episode", "title", "entity", "candidate", "supersedes", "position"}
@@ -420,18 +419,16 @@ class Writer:
 
     def _merge(self, target: _Known, draft: _Draft, reason: str) -> WriteResult:
         """Fold a restatement into the existing note: newer timestamp, raised score, tags, version."""
-        from .note import parse_note, update_fields
-        from .records import content_hash
-
         from .dedup import restates
+        from .note import update_fields
 
         path = self.vault.root / target.path
         plain = text.plain_text(draft.body)
-        for _ in range(CONFLICT_RETRIES):
-            data = path.read_bytes()
-            note = parse_note(data, target.path)
-            old_score = float(note.meta.get("score") or 0)
-            score = min(10.0, max(old_score, draft.meta["score"]) + float(self.settings["merge_bonus"]))
+        merged: dict[str, Any] = {}
+
+        def edit(note: Any) -> str:
+            score = min(10.0, max(float(note.meta.get("score") or 0), draft.meta["score"]) +
+                        float(self.settings["merge_bonus"]))
             when = note.meta.get("timestamp")
             changes = {"score": round(score, 2), "tags": _union(note.meta.get("tags") or [], draft.meta["tags"]),
                        "version": _bump_version(note.meta.get("version"), self.vault.device)}
@@ -444,13 +441,11 @@ class Writer:
                     and restates(plain, old_plain) < float(self.settings["near_duplicate"])):
                 new_text = new_text.rstrip("\n") + "\n\n" + draft.body + "\n"
                 body = body.rstrip("\n") + "\n\n" + draft.body + "\n"
-            try:
-                self.vault.write_text(path, new_text, expected_sha=content_hash(data), durable=self.durable)
-                break
-            except WriteConflict:
-                continue
-        else:
-            raise WriteConflict(path)
+            merged.update(score=score, body=body)
+            return new_text
+
+        self.vault.edit_note(path, edit, durable=self.durable)
+        score, body = merged["score"], merged["body"]
         self._changed[target.path] = path
         self._bodies[target.path] = body
         draft.explain["decision"] = f"merged into {target.path}: {reason}"
@@ -521,22 +516,12 @@ class Writer:
 
     def _retire(self, old: _Known, new_title: str) -> None:
         """Mark the superseded note (kept, linked both ways) and forget it as a merge target."""
-        from .note import parse_note, update_fields
-        from .records import content_hash
+        from .note import update_fields
 
         path = self.vault.root / old.path
-        for _ in range(CONFLICT_RETRIES):
-            data = path.read_bytes()
-            note = parse_note(data, old.path)
-            new_text = update_fields(note, {"status": "superseded", "superseded_by": f"[[{new_title}]]",
-                                            "version": _bump_version(note.meta.get("version"), self.vault.device)})
-            try:
-                self.vault.write_text(path, new_text, expected_sha=content_hash(data), durable=self.durable)
-                break
-            except WriteConflict:
-                continue
-        else:
-            raise WriteConflict(path)
+        self.vault.edit_note(path, lambda note: update_fields(note, {
+            "status": "superseded", "superseded_by": f"[[{new_title}]]",
+            "version": _bump_version(note.meta.get("version"), self.vault.device)}), durable=self.durable)
         self._changed[old.path] = path
         self._known[old.path] = _Known(old.path, old.id, old.title, old.type, old.value, old.namespace, "superseded",
                                        old.score)
