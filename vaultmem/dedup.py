@@ -15,8 +15,6 @@ import re
 import zlib
 from collections.abc import Iterable
 
-from . import text
-
 SKETCH_TERMS = 4
 _PERMUTATIONS = (0, 0x5BD1E995, 0x27D4EB2F, 0x165667B1, 0x3C6EF372, 0x7FEB352D)
 _MASK = (1 << 63) - 1  # SQLite integers are signed 64-bit
@@ -24,13 +22,13 @@ _NUMBER = re.compile(r"\d+")
 _WORD = re.compile(r"\w+")
 
 
-def sketch_keys(body: str) -> list[int]:
-    """The candidate keys of a memory's body: six 63-bit keys (one per hash permutation).
+def sketch_keys(plain: str) -> list[int]:
+    """The candidate keys of a memory from its body's `text.plain_text`: six 63-bit keys (one per
+    hash permutation).
 
-    Its words are runs of letters and digits of `text.plain_text` (a Chinese clause is one word):
-    cheaper than the index's terms, and a restatement has the same runs.
+    Its words are runs of letters and digits (a Chinese clause is one word): cheaper than the
+    index's terms, and a restatement has the same runs.
     """
-    plain = text.plain_text(body)
     numbers = " ".join(sorted(_NUMBER.findall(plain)))
     hashes = [zlib.crc32(w.encode("utf-8", "surrogatepass")) for w in set(_WORD.findall(plain))]
     keys = []

@@ -121,14 +121,15 @@ def build_record(data: bytes, relpath: str, kind: str, folder: str, stat: tuple[
         rec.fp = text.fingerprint(rec.body)
         rec.terms = index_terms(rec)
         return rec
-    _fill_from_note(rec, note.meta, note.body, note.tags, note.aliases, note.links, folder, mtime, defaults)
+    plain = _fill_from_note(rec, note.meta, note.body, note.tags, note.aliases, note.links, folder, mtime, defaults)
     if kind == "memory":
-        rec.sketch = sketch_keys(rec.body) if sketch is None else sketch
+        rec.sketch = sketch_keys(plain) if sketch is None else sketch
     return rec
 
 
 def _fill_from_note(rec: Record, meta: dict[str, Any], body: str, tags: list[str], aliases: list[str],
-                    links: list[str], folder: str, mtime: float, defaults: dict[str, Any]) -> None:
+                    links: list[str], folder: str, mtime: float, defaults: dict[str, Any]) -> str:
+    """Fill a record from a parsed note; returns the body's plain_text (fingerprint and sketch share it)."""
     rec.id = _str(meta.get("id")).strip() or synthetic_id(rec.path)
     rec.type = _str(meta.get("type")) or (rec.kind if rec.kind != "memory" else "")
     rec.value = _str(meta.get("value"))
@@ -144,8 +145,10 @@ def _fill_from_note(rec: Record, meta: dict[str, Any], body: str, tags: list[str
     rec.episode = _str(meta.get("episode"))
     rec.tags, rec.aliases, rec.links = tags, aliases, links
     rec.body = body
-    rec.fp = text.fingerprint(body)
+    plain = text.plain_text(body)
+    rec.fp = text.digest(plain)
     rec.terms = index_terms(rec)
+    return plain
 
 
 def build_records(root: str, items: list[tuple], defaults: dict[str, Any]) -> tuple[list[Record], list[tuple]]:

@@ -162,7 +162,12 @@ def plain_text(text: str) -> str:
 def fingerprint(text: str) -> str:
     """Return 32 hex chars identifying a note's content regardless of links, emphasis and spacing
     (the hash of plain_text), so a memory rewritten with links has one print."""
-    return hashlib.sha256(plain_text(text).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return digest(plain_text(text))
+
+
+def digest(plain: str) -> str:
+    """fingerprint() of a text whose plain_text is at hand (the write pipeline's twice-used form)."""
+    return hashlib.sha256(plain.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 @lru_cache(maxsize=1 << 15)

@@ -137,6 +137,7 @@ class _Draft:
     entities: list[str]           # entities the body links to (title keys)
     redacted: list[str]
     explain: dict[str, Any]
+    plain: str = ""               # text.plain_text of body: fingerprint, sketch and likeness share it
     fp: str = ""
     keys: list[int] = field(default_factory=list)
 
@@ -175,6 +176,7 @@ class Writer:
         self.durable = durable
         self.want_explain = explain
         self._matcher = None
+        self._ensured: set[str] = set()  # entity names (folded) this writer has made sure of
         self._taken: dict[str, set[str]] = {}
         self._by_fp: dict[str, WriteResult] = {}
         self._by_value: dict[tuple[str, str, str], _Known] = {}
@@ -259,7 +261,8 @@ class Writer:
         explain = self._explanation(extraction, parts, trust, staged, redacted, entities)
         draft = _Draft(linked, meta, title, "inbox" if staged else "memories", [text.normalize(e) for e in entities],
                        redacted, explain)
-        draft.fp = text.fingerprint(linked)
+        draft.plain = text.plain_text(linked)
+        draft.fp = text.digest(draft.plain)
         return draft
 
     def _clean(self, value: str, redacted: list[str]) -> str:
@@ -286,8 +289,11 @@ class Writer:
         return self._matcher
 
     def _ensure_entity(self, name: str, when: dt.datetime) -> None:
-        from .links import Entity, add_entity
+        from .links import Entity, add_entity, fold
 
+        if fold(name) in self._ensured:  # a batch names the same customer again and again
+            return
+        self._ensured.add(fold(name))
         action, rel = add_entity(self.vault, name, when=when, durable=self.durable)
         if action == "created":
             self._matcher_ready().add(Entity(Path(rel).stem, ()))
@@ -329,17 +335,16 @@ class Writer:
             return None, ""
         from .dedup import restates, sketch_keys
 
-        draft.keys = sketch_keys(draft.body)
+        draft.keys = sketch_keys(draft.plain)
         paths = self._keys.candidates(ns, draft.keys)
         if self._has_memories:
             paths += [p for p in self.vault.index.near_duplicate_paths(draft.keys) if p not in paths]
         best, best_sim = None, threshold
-        plain = text.plain_text(draft.body)
         for path in paths:
             known, body = self._candidate(path, ns)
             if known is None:
                 continue
-            sim = restates(plain, self._plain(path, body))
+            sim = restates(draft.plain, self._plain(path, body))
             if sim >= best_sim:
                 best, best_sim = known, sim
         return (best, f"near duplicate ({best_sim:.2f})") if best else (None, "")
@@ -423,7 +428,7 @@ class Writer:
         from .note import update_fields
 
         path = self.vault.root / target.path
-        plain = text.plain_text(draft.body)
+        plain = draft.plain
         merged: dict[str, Any] = {}
 
         def edit(note: Any) -> str:
@@ -505,6 +510,7 @@ class Writer:
         ns = known.namespace
         self._known[known.path] = known
         self._bodies[known.path] = draft.body
+        self._plains[known.path] = (draft.body, draft.plain)
         if known.value:
             self._by_value[(ns, known.type, known.value)] = known
             for entity in draft.entities:
@@ -512,7 +518,7 @@ class Writer:
         if float(self.settings["near_duplicate"]) < 1:
             from .dedup import sketch_keys
 
-            self._keys.add(ns, draft.keys or sketch_keys(draft.body), known.path)
+            self._keys.add(ns, draft.keys or sketch_keys(draft.plain), known.path)
 
     def _retire(self, old: _Known, new_title: str) -> None:
         """Mark the superseded note (kept, linked both ways) and forget it as a merge target."""
