@@ -91,6 +91,24 @@ def test_atomic_write_leaves_no_temp_files_and_exclusive_never_clobbers(tmp_path
     assert [p.name for p in tmp_path.iterdir()] == ["note.md"]
 
 
+@pytest.mark.parametrize("no_replace_rename", [True, False], ids=["renameat2", "hard-link fallback"])
+def test_a_batch_write_never_clobbers_with_or_without_a_no_replace_rename(tmp_path, monkeypatch, no_replace_rename):
+    from vaultmem import files
+
+    if not no_replace_rename:
+        monkeypatch.setattr(files, "_renameat2", None)  # as on macOS, or a file system that refuses it
+    target = tmp_path / "note.md"
+    st = atomic_write(target, b"first", durable=False, exclusive=True)
+    assert (st.st_size, st.st_mtime_ns) == (target.stat().st_size, target.stat().st_mtime_ns)
+    with pytest.raises(FileExistsError):
+        atomic_write(target, b"second", durable=False, exclusive=True)
+    (tmp_path / "dangling.md").symlink_to(tmp_path / "nowhere.md")
+    with pytest.raises(FileExistsError):  # a link in the way is never followed
+        atomic_write(tmp_path / "dangling.md", b"third", durable=False, exclusive=True)
+    assert target.read_bytes() == b"first" and not (tmp_path / "nowhere.md").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling.md", "note.md"]
+
+
 def test_write_refuses_a_note_changed_since_it_was_read(vault):
     result = vault.remember("The staging server is staging-02.")
     path = vault.root / result.path

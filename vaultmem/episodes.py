@@ -44,10 +44,12 @@ class EpisodeLine:
         return f"- {_local(self.when):%H:%M} [[{self.title}]] (source: {source})"
 
 
-def append_episodes(vault: Vault, lines: Iterable[EpisodeLine], *, durable: bool = True) -> list[str]:
+def append_episodes(vault: Vault, lines: Iterable[EpisodeLine], *, durable: bool = True,
+                    index: bool = True) -> list[str]:
     """Append each line to episodes/YYYY-MM-DD.md under the `## vaultmem` heading; one read+write per day file.
 
-    Lines already in a day note are skipped, so re-running a batch changes nothing.
+    Lines already in a day note are skipped, so re-running a batch changes nothing. With index
+    False the caller indexes the day notes written (a batch does, with its memories, in one go).
 
     Returns:
         The vault-relative paths of the day notes written, in the order of their first line.
@@ -65,7 +67,7 @@ def append_episodes(vault: Vault, lines: Iterable[EpisodeLine], *, durable: bool
         path = folder / f"{day.isoformat()}.md"
         if _append_day(vault, path, day, list(dict.fromkeys(e.render() for e in entries)), durable):
             written.append(path)
-    if written:
+    if written and index:
         vault.index.upsert([vault.record_for(path) for path in written])
     return [vault.relpath(path) for path in written]
 

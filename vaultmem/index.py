@@ -244,6 +244,16 @@ class Index:
             return stats
 
     @staticmethod
+    def _indexed(conn: sqlite3.Connection, paths: list[str]) -> set[str]:
+        """Which of these paths have a row (one query per 900, not one per path)."""
+        out: set[str] = set()
+        for start in range(0, len(paths), 900):
+            part = paths[start:start + 900]
+            out.update(p for (p,) in conn.execute(f"SELECT path FROM notes WHERE path IN ({','.join('?' * len(part))})",
+                                                   part))
+        return out
+
+    @staticmethod
     def _shas(conn: sqlite3.Connection, paths: list[str]) -> dict[str, str]:
         """Stored content hashes of these notes."""
         out: dict[str, str] = {}
@@ -327,9 +337,9 @@ class Index:
         changed again in the same mtime tick, so the next refresh re-hashes it (as git does).
         replacing holds the paths already in the index (None: look each record up).
         """
-        if replacing is None:
-            replacing = {r.path for r in records}
         with _transaction(conn):
+            if replacing is None:  # in the transaction: another writer may have indexed one meanwhile
+                replacing = self._indexed(conn, [r.path for r in records])
             self._set_meta(conn, checked_ns=checked_ns)
             if not (records or gone or restamped):
                 return
@@ -644,19 +654,14 @@ def _record_from_row(values: tuple) -> Record:
 
 def _map_chunks(root: str, chunks: list[list[tuple]], defaults: dict[str, Any]):
     """build_records over chunks: in worker processes when there is enough work and more than one core."""
-    workers = min(os.cpu_count() or 1, 4)
+    from .workers import process_pool, worker_count
+
+    workers = worker_count()
     if workers < 2 or len(chunks) < 4:
         for chunk in chunks:
             yield build_records(root, chunk, defaults)
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    # forkserver: safe in a multi-threaded host process (an agent, a server), unlike fork; the
-    # server preloads the parser so each worker starts without importing it again
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["vaultmem.records"])
-    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+    with process_pool(workers, ["vaultmem.records"]) as pool:
         yield from pool.map(build_records, [root] * len(chunks), chunks, [defaults] * len(chunks))
 
 

@@ -447,7 +447,18 @@ def render_new(meta: dict[str, Any], body: str, newline: str = "\n") -> str:
 
 def _new_lines(meta: dict[str, Any], newline: str) -> str:
     """Property lines for new keys, in the given order."""
-    return "".join(line for k, v in meta.items() for line in _key_lines(_key(k), v, _Style(), newline))
+    return "".join([f"{_key(k)}: {_new_value(v)}{newline}" if v is not None else f"{_key(k)}:{newline}"
+                    for k, v in meta.items()])
+
+
+def _new_value(value: Any) -> str:
+    """A new property's value (the plain style of _key_lines, without its general machinery:
+    a batch renders a hundred thousand of these)."""
+    if type(value) is str:
+        return value if "[[" not in value and _plain_ok(value, False) else _double_quoted(value)
+    if isinstance(value, list):
+        return "[" + ", ".join([_scalar(v, flow=True) for v in value]) + "]"
+    return _scalar(value, flow=False)
 
 
 def _check(key: Any, value: Any) -> None:
@@ -456,6 +467,8 @@ def _check(key: Any, value: Any) -> None:
         raise TypeError(f"property names must be text, not {key!r}")
     if len(key) > 1000:  # YAML cannot read a longer key on one line
         raise ValueError(f"property name {key[:20]!r}… is longer than 1000 characters")
+    if type(value) is str:  # the common case, decided without a loop
+        return
     for item in value if isinstance(value, list) else [value]:
         if not isinstance(item, _SCALAR_TYPES):
             raise TypeError(f"property {key!r}: only text, numbers, booleans, dates, None and flat lists of "
@@ -547,6 +560,8 @@ def _plain_ok(text: str, flow: bool) -> bool:
         return False
     if _NOT_PLAIN.search(text) or (flow and _NOT_PLAIN_IN_FLOW.search(text)):
         return False
+    if text[0] not in _MAYBE_NOT_STR:  # YAML only resolves a plain scalar to a non-string by its first character
+        return True
     return _RESOLVER.resolve(ScalarNode, text, (True, False)) == _STR
 
 

@@ -327,3 +327,6 @@ class LazyPattern:
         if self._compiled is None:
             self._compiled = re.compile(*self._args)
         return getattr(self._compiled, name)
+
+    def __reduce__(self) -> tuple:
+        return LazyPattern, self._args  # a worker process compiles it again on first use

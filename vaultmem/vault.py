@@ -93,14 +93,15 @@ class Vault:
         self._index: Index | None = None
         self._index_lock = threading.Lock()
 
-    def _checked(self, path: Path) -> Path:
+    def _checked(self, path: Path, creating: bool = False) -> Path:
         """The path, if it stays inside the vault with symlinks resolved; raises UnsafePath.
 
         A batch writes thousands of notes into a few folders: a folder found safe once is
-        remembered, and a plain name in it only needs one lstat (is it a symlink?).
+        remembered, and a plain name in it only needs one lstat (is it a symlink?), or none when
+        the file is being created (creating: the write fails if anything has the name).
         """
         parent = str(path.parent)
-        if parent in self._safe_dirs and path.name not in ("", ".", "..") and not os.path.islink(path):
+        if parent in self._safe_dirs and path.name not in ("", ".", "..") and (creating or not os.path.islink(path)):
             return path
         if not inside(self.root, path):
             raise UnsafePath(f"{path} is outside the vault {self.root}")
@@ -227,26 +228,28 @@ class Vault:
         rows = self.index.select_notes("id = ?", (ref,))
         return rows or self.index.select_notes("title = ?", (ref,))
 
-    def write_text(self, path: Path, content: str, *, expected_sha: str | None, durable: bool = True) -> None:
+    def write_text(self, path: Path, content: str | bytes, *, expected_sha: str | None,
+                   durable: bool = True) -> os.stat_result:
         """Replace a note's text, refusing if it changed on disk since it was read (expected_sha).
 
-        expected_sha None means the note must not exist yet. Raises WriteConflict.
+        expected_sha None means the note must not exist yet. Returns the written file's stat.
+        Raises WriteConflict.
         """
-        self._checked(path)
-        data = content.encode("utf-8")
+        # a new note is never written through a symlink: the no-replace move fails on any existing name
+        self._checked(path, creating=expected_sha is None)
+        data = content.encode("utf-8") if isinstance(content, str) else content
         if expected_sha is None:
             try:
-                atomic_write(path, data, durable=durable, exclusive=True)
+                return atomic_write(path, data, durable=durable, exclusive=True)
             except FileExistsError:
                 raise WriteConflict(path) from None
-            return
         try:
             current = content_hash(path.read_bytes())
         except FileNotFoundError:
             raise WriteConflict(path) from None
         if current != expected_sha:
             raise WriteConflict(path)
-        atomic_write(path, data, durable=durable)
+        return atomic_write(path, data, durable=durable)
 
     def edit_note(self, path: Path, edit: Callable[[Any], str], *, durable: bool = True, retries: int = 5) -> str:
         """Rewrite a note from its current text: read it, `edit(note.Note) -> new text`, write it

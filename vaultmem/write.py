@@ -10,26 +10,20 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import text
+from .drafts import Draft, Drafter, parse_time, union
 from .errors import VaultmemError, WriteConflict
-from .vault import new_ulid, safe_filename
 
 if TYPE_CHECKING:
-    from .extract import Extraction
     from .vault import Vault
 
-TITLE_CHARS = 60
-_LINK = re.compile(r"\[\[([^\]|#]*)(?:#[^\]|]*)?(?:\|([^\]]*))?\]\]")
 BATCH_FIELDS = {"text", "tags", "source", "lifecycle", "score", "timestamp", "type", "value", "namespace",
                 "episode", "title", "entity", "candidate", "supersedes", "position"}
-_KEY_ORDER = ("id", "type", "value", "score", "timestamp", "tags", "source", "lifecycle", "trust", "status",
-              "supersedes", "namespace", "episode", "version")
 
 
 @dataclass(frozen=True)
@@ -57,31 +51,6 @@ class WriteResult:
         return out
 
 
-def parse_time(value: str | dt.datetime | dt.date | None) -> dt.datetime:
-    """An aware datetime from ISO 8601 text, a datetime or a date; naive times are local; None is now."""
-    if value is None:
-        return dt.datetime.now().astimezone().replace(microsecond=0)
-    if isinstance(value, str):
-        try:
-            value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise VaultmemError(f"invalid timestamp {value!r}: use ISO 8601, e.g. 2026-11-29T14:02:11+08:00") from None
-    if not isinstance(value, dt.datetime):
-        value = dt.datetime(value.year, value.month, value.day)
-    return value.astimezone() if value.tzinfo is None else value
-
-
-def make_title(body: str) -> str:
-    """A readable title from a memory's first line: at most TITLE_CHARS characters, cut at a word."""
-    line = next((ln.strip(" #-*>\t") for ln in body.splitlines() if ln.strip()), "")
-    line = _LINK.sub(lambda m: m.group(2) or m.group(1), line)
-    if len(line) <= TITLE_CHARS:
-        return line
-    cut = line[:TITLE_CHARS]
-    space = cut.rfind(" ")
-    return (cut[:space] if space > TITLE_CHARS // 2 else cut).rstrip(" ,.;:，。；：")
-
-
 def numbered(folder: Path, stem: str, attempt: int) -> Path:
     """The attempt-th readable name for a note: `stem.md`, then `stem 2.md`, `stem 3.md` …"""
     return folder / (f"{stem}.md" if attempt == 0 else f"{stem} {attempt + 1}.md")
@@ -107,14 +76,6 @@ def _names(value: Any) -> list[str]:
     return [n.strip() for n in names if n.strip()]
 
 
-def _union(first: Iterable[str], second: Iterable[str]) -> list[str]:
-    """Tags of both, in order, each once (compared case- and width-insensitively)."""
-    out: dict[str, str] = {}
-    for tag in [*first, *second]:
-        out.setdefault(text.normalize_tag(tag), tag)
-    return list(out.values())
-
-
 def _bump_version(version: Any, device: str) -> list[str]:
     """The version vector with this device's counter raised by one."""
     entries = [str(v) for v in version] if isinstance(version, list) else []
@@ -124,22 +85,6 @@ def _bump_version(version: Any, device: str) -> list[str]:
             entries[i] = f"{device}:{int(count) + 1 if count.isdigit() else 1}"
             return entries
     return [*entries, f"{device}:1"]
-
-
-@dataclass
-class _Draft:
-    """One memory on its way to disk, after policy, extraction and linking."""
-
-    body: str
-    meta: dict[str, Any]
-    title: str
-    folder: str
-    entities: list[str]           # entities the body links to (title keys)
-    redacted: list[str]
-    explain: dict[str, Any]
-    plain: str = ""               # text.plain_text of body: fingerprint, sketch and likeness share it
-    fp: str = ""
-    keys: list[int] = field(default_factory=list)
 
 
 _KNOWN_COLUMNS = ("path", "id", "title", "type", "value", "namespace", "status", "score")
@@ -176,6 +121,7 @@ class Writer:
         self.durable = durable
         self.want_explain = explain
         self._matcher = None
+        self._drafter: Drafter | None = None
         self._ensured: set[str] = set()  # entity names (folded) this writer has made sure of
         self._taken: dict[str, set[str]] = {}
         self._by_fp: dict[str, WriteResult] = {}
@@ -186,7 +132,7 @@ class Writer:
         self._attrs: dict[tuple[str, str], dict[str, dict]] = {}  # (namespace, type) -> entity -> newest row
         self._known: dict[str, _Known] = {}
         self._changed: dict[str, Path] = {}
-        self._written: dict[str, tuple] = {}  # created notes: (text, sketch keys, note.Note)
+        self._written: dict[str, Any] = {}  # notes created and not edited since: their index records
         self._has_memories = vault.index.count("kind = 'memory'") > 0  # else nothing on disk to dedup against
         self._episodes: list[Any] = []
         self._audit: list[dict[str, Any]] = []
@@ -216,7 +162,11 @@ class Writer:
     # -- the pipeline ------------------------------------------------------------------------------
     def write(self, body: str, fields: dict[str, Any]) -> WriteResult:
         """Run one checked item through the pipeline; returns what happened."""
-        draft = self._draft(body, fields)
+        self.ensure_entities([(body, fields)])
+        return self.settle(self.drafter().draft(body, fields), fields.get("supersedes"))
+
+    def settle(self, draft: Draft, supersedes: Any = None) -> WriteResult:
+        """Decide what a draft becomes (unchanged, merged, created, superseding) and write it."""
         ns = draft.meta["namespace"]
         found = self._by_fp.get(draft.fp) or self._existing_fp(draft.fp, ns)
         if found is not None:
@@ -224,61 +174,30 @@ class Writer:
         target, reason = self._merge_target(draft)
         if target is not None:
             return self._merge(target, draft, reason)
-        old = self._superseded(draft, fields.get("supersedes"))
+        old = self._superseded(draft, supersedes)
         return self._create(draft, old)
 
-    def _draft(self, body: str, fields: dict[str, Any]) -> _Draft:
-        from .extract import importance
+    def drafter(self) -> Drafter:
+        """The pure half of the pipeline, knowing every entity ensured so far."""
+        if self._drafter is None:
+            matcher = self._matcher_ready() if self.settings["link_entities"] else None
+            self._drafter = Drafter(self.vault.config, self.policy, self.extractor, matcher, self.vault.device,
+                                    self.want_explain)
+        return self._drafter
 
-        d = self.vault.config["defaults"]
-        body, found = self.policy.clean(body)
-        redacted = [f.kind for f in found]
-        when = parse_time(fields.get("timestamp"))
-        extraction = self.extractor.extract(body, when)
-        kind = fields.get("type") or (extraction.values[0].type if extraction.values else d["type"])
-        value = fields.get("value")
-        if value in (None, "") and not fields.get("type") and extraction.values:
-            value = extraction.values[0].value
-        value = self._clean(str(value), redacted) if value not in (None, "") else ""
-        if fields.get("score") is None:
-            score, parts = importance(extraction, position=fields.get("position"), config=self.vault.config)
-        else:
-            score, parts = float(fields["score"]), [("given", float(fields["score"]))]
-        source = str(fields.get("source") or d["source"])
-        trust = self.policy.trust(source)
-        staged = bool(fields.get("candidate")) or trust in self.settings["stage_trust"]
-        for name in [*fields["entity"], *extraction.names]:
-            self._ensure_entity(self._clean(name, redacted), when)
-        linked, entities = self._link(body)
-        # a title made from the cleaned body is clean; cleaning it again would re-hash a cut hash
-        title = self._clean(str(fields["title"]), redacted) if fields.get("title") else make_title(linked)
-        meta = {"id": new_ulid(when.timestamp()), "type": kind, "value": value, "score": round(score, 2),
-                "timestamp": when, "tags": _union(fields["tags"], extraction.tags), "source": source,
-                "lifecycle": str(fields.get("lifecycle") or d["lifecycle"]), "trust": trust,
-                "status": "candidate" if staged else "active",
-                "namespace": str(fields.get("namespace") or d["namespace"]),
-                "episode": str(fields.get("episode") or ""), "version": [f"{self.vault.device}:1"]}
-        explain = self._explanation(extraction, parts, trust, staged, redacted, entities)
-        draft = _Draft(linked, meta, title, "inbox" if staged else "memories", [text.normalize(e) for e in entities],
-                       redacted, explain)
-        draft.plain = text.plain_text(linked)
-        draft.fp = text.digest(draft.plain)
-        return draft
+    # -- entities --------------------------------------------------------------------------------
+    def ensure_entities(self, checked: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        """Entity notes for every name the items give or introduce with a cue, before any is drafted:
+        a batch links each memory to every entity the batch names, wherever it is first named."""
+        from .extract import _names as cue_names
 
-    def _clean(self, value: str, redacted: list[str]) -> str:
-        cleaned, found = self.policy.clean(value)
-        redacted.extend(f.kind for f in found)
-        return cleaned
+        for body, fields in checked:
+            names = [*fields["entity"], *cue_names(body)]
+            if names:
+                when = parse_time(fields.get("timestamp"))
+                for name in names:
+                    self._ensure_entity(self.policy.clean(name)[0], when)
 
-    @staticmethod
-    def _explanation(extraction: Extraction, parts: list, trust: str, staged: bool, redacted: list[str],
-                     entities: list[str]) -> dict[str, Any]:
-        return {"importance": [[label, points] for label, points in parts],
-                "values": [{"type": v.type, "value": v.value} for v in extraction.values],
-                "cues": list(extraction.cues), "names": list(extraction.names), "entities": list(entities),
-                "trust": trust, "staged": staged, "redacted": list(redacted)}
-
-    # -- entities and links ----------------------------------------------------------------------
     def _matcher_ready(self):
         if self._matcher is None:
             from .links import EntityMatcher
@@ -299,11 +218,6 @@ class Writer:
             self._matcher_ready().add(Entity(Path(rel).stem, ()))
             self._audit.append({"event": "entity", "action": action, "path": rel})
 
-    def _link(self, body: str) -> tuple[str, list[str]]:
-        if not self.settings["link_entities"]:
-            return body, []
-        return self._matcher_ready().link(body)
-
     # -- dedup -------------------------------------------------------------------------------------
     def _existing_fp(self, fp: str, namespace: str) -> _Known | None:
         if not self._has_memories:
@@ -323,7 +237,7 @@ class Writer:
             self._known[known.path] = known
         return known
 
-    def _merge_target(self, draft: _Draft) -> tuple[_Known | None, str]:
+    def _merge_target(self, draft: Draft) -> tuple[_Known | None, str]:
         meta = draft.meta
         ns, kind, value = meta["namespace"], meta["type"], meta["value"]
         if value and kind in self.settings["merge_types"]:
@@ -333,9 +247,8 @@ class Writer:
         threshold = float(self.settings["near_duplicate"])
         if threshold >= 1:
             return None, ""
-        from .dedup import restates, sketch_keys
+        from .dedup import restates
 
-        draft.keys = sketch_keys(draft.plain)
         paths = self._keys.candidates(ns, draft.keys)
         if self._has_memories:
             paths += [p for p in self.vault.index.near_duplicate_paths(draft.keys) if p not in paths]
@@ -376,7 +289,7 @@ class Writer:
             found = self._plains[path] = (body, text.plain_text(body))
         return found[1]
 
-    def _superseded(self, draft: _Draft, explicit: Any) -> _Known | None:
+    def _superseded(self, draft: Draft, explicit: Any) -> _Known | None:
         """The memory this draft replaces: given by the caller, or the same entity's attribute."""
         if explicit:
             row = self.vault.resolve(str(explicit))
@@ -409,20 +322,20 @@ class Writer:
         return self._remember_row(row) if row is not None else None
 
     # -- outcomes ------------------------------------------------------------------------------------
-    def _result(self, action: str, known: _Known, draft: _Draft, score: float,
+    def _result(self, action: str, known: _Known, draft: Draft, score: float,
                 supersedes: str | None = None) -> WriteResult:
         return WriteResult(action, known.id, known.path, known.title, supersedes, known.type, known.value, score,
                            known.status, list(draft.meta["tags"]), list(draft.redacted),
-                           draft.explain if self.want_explain else None)
+                           draft.explain)
 
-    def _unchanged(self, found: WriteResult | _Known, draft: _Draft) -> WriteResult:
+    def _unchanged(self, found: WriteResult | _Known, draft: Draft) -> WriteResult:
         if isinstance(found, WriteResult):
             return WriteResult("unchanged", found.id, found.path, found.title, None, found.type, found.value,
                                found.score, found.status, found.tags, list(draft.redacted), found.explain)
-        draft.explain["decision"] = "the same memory is already stored"
+        draft.decided("the same memory is already stored")
         return self._result("unchanged", found, draft, found.score)
 
-    def _merge(self, target: _Known, draft: _Draft, reason: str) -> WriteResult:
+    def _merge(self, target: _Known, draft: Draft, reason: str) -> WriteResult:
         """Fold a restatement into the existing note: newer timestamp, raised score, tags, version."""
         from .dedup import restates
         from .note import update_fields
@@ -435,7 +348,7 @@ class Writer:
             score = min(10.0, max(float(note.meta.get("score") or 0), draft.meta["score"]) +
                         float(self.settings["merge_bonus"]))
             when = note.meta.get("timestamp")
-            changes = {"score": round(score, 2), "tags": _union(note.meta.get("tags") or [], draft.meta["tags"]),
+            changes = {"score": round(score, 2), "tags": union(note.meta.get("tags") or [], draft.meta["tags"]),
                        "version": _bump_version(note.meta.get("version"), self.vault.device)}
             if not isinstance(when, dt.datetime) or when < draft.meta["timestamp"]:
                 changes["timestamp"] = draft.meta["timestamp"]
@@ -452,60 +365,57 @@ class Writer:
         self.vault.edit_note(path, edit, durable=self.durable)
         score, body = merged["score"], merged["body"]
         self._changed[target.path] = path
+        self._written.pop(target.path, None)  # its record must be read back from the merged text
         self._bodies[target.path] = body
-        draft.explain["decision"] = f"merged into {target.path}: {reason}"
+        draft.decided(f"merged into {target.path}: {reason}")
         self._log(draft, target.title, "merged", target.id)
         return self._result("merged", target, draft, round(score, 2))
 
-    def _create(self, draft: _Draft, old: _Known | None) -> WriteResult:
-        from .note import Note, render_new
-
-        meta = {k: v for k, v in draft.meta.items() if v not in ("", None)}
+    def _create(self, draft: Draft, old: _Known | None) -> WriteResult:
         if old is not None:
-            meta["supersedes"] = f"[[{old.title}]]"
-        meta = {k: meta[k] for k in _KEY_ORDER if k in meta}
-        body = draft.body.rstrip("\n") + "\n"
-        content = render_new(meta, body)
-        path = self._place(draft, content, Note(None, content, meta, body, "\n", True, len(content) - len(body)))
-        rel = self.vault.relpath(path)
-        known = _Known(rel, meta["id"], path.stem, meta["type"], meta.get("value", ""), meta["namespace"],
+            self.drafter().render(draft, supersedes=old.title)
+        path = self._place(draft)
+        meta = draft.meta
+        known = _Known(draft.record.path, meta["id"], path.stem, meta["type"], meta["value"], meta["namespace"],
                        meta["status"], meta["score"])
         self._track(known, draft)
         if old is not None:
             self._retire(old, path.stem)
-        draft.explain["decision"] = f"new note; supersedes {old.path}" if old else "new note"
+        draft.decided(f"new note; supersedes {old.path}" if old else "new note")
         self._log(draft, path.stem, "created", meta["id"])
         result = self._result("created", known, draft, meta["score"], old.id if old else None)
         self._by_fp[draft.fp] = result
         return result
 
-    def _place(self, draft: _Draft, content: str, note: Any) -> Path:
-        """Write a new note under a unique readable name, never replacing a file another writer took.
-
-        note: the note.Note of `content` (what parsing it back would give), kept for the index.
-        """
+    def _place(self, draft: Draft) -> Path:
+        """Write a new note under a unique readable name, never replacing a file another writer took."""
         folder = self.vault.folders[draft.folder]
-        folder.mkdir(parents=True, exist_ok=True)
         taken = self._taken.get(draft.folder)
         if taken is None:  # a batch lists the folder once; a single write asks the index instead
+            folder.mkdir(parents=True, exist_ok=True)
             taken = self._taken[draft.folder] = {n.casefold() for n in os.listdir(folder)} if not self.durable else set()
-        stem = safe_filename(draft.title)
         for attempt in range(10_000):
-            path = numbered(folder, stem, attempt)
+            path = numbered(folder, draft.stem, attempt)
             if path.name.casefold() in taken or (self.durable and self.vault.index.path_taken(self.vault.relpath(path))):
                 continue
             taken.add(path.name.casefold())
             try:
-                self.vault.write_text(path, content, expected_sha=None, durable=self.durable)
+                st = self.vault.write_text(path, draft.data, expected_sha=None, durable=self.durable)
             except WriteConflict:
                 continue  # another process took the name a moment ago
-            rel = self.vault.relpath(path)
-            self._changed[rel] = path
-            self._written[rel] = (content, draft.keys or None, note)
+            rec = draft.record
+            rec.path, rec.mtime_ns, rec.size = self.vault.relpath(path), st.st_mtime_ns, st.st_size
+            if attempt:  # the title is the file name: its words are index terms
+                from .records import index_terms
+
+                rec.title = path.stem
+                rec.terms = index_terms(rec)
+            self._changed[rec.path] = path
+            self._written[rec.path] = rec
             return path
         raise VaultmemError(f"no free file name for {draft.title!r} in {folder}")
 
-    def _track(self, known: _Known, draft: _Draft) -> None:
+    def _track(self, known: _Known, draft: Draft) -> None:
         """Let the rest of the batch find this note before it is indexed."""
         ns = known.namespace
         self._known[known.path] = known
@@ -529,11 +439,12 @@ class Writer:
             "status": "superseded", "superseded_by": f"[[{new_title}]]",
             "version": _bump_version(note.meta.get("version"), self.vault.device)}), durable=self.durable)
         self._changed[old.path] = path
+        self._written.pop(old.path, None)
         self._known[old.path] = _Known(old.path, old.id, old.title, old.type, old.value, old.namespace, "superseded",
                                        old.score)
         self._audit.append({"event": "supersede", "id": old.id, "path": old.path})
 
-    def _log(self, draft: _Draft, title: str, action: str, note_id: str) -> None:
+    def _log(self, draft: Draft, title: str, action: str, note_id: str) -> None:
         from .episodes import EpisodeLine
 
         if self.settings["episodes"]:
@@ -551,20 +462,17 @@ class Writer:
             self._episodes.append(EpisodeLine(when, result.title, source))
 
     def finish(self) -> None:
-        """Flush a batch, write the episode lines, update the index and append the audit events."""
-        if not self.durable and self._changed:
-            os.sync()  # one flush for the whole batch instead of one fsync per note
+        """Write the episode lines, flush a batch, update the index (once) and append the audit events."""
         if self._episodes:
             from .episodes import append_episodes
 
-            append_episodes(self.vault, self._episodes, durable=self.durable)
+            for rel in append_episodes(self.vault, self._episodes, durable=self.durable, index=False):
+                self._changed[rel] = self.vault.root / rel
+        if not self.durable and self._changed:
+            os.sync()  # one flush for the whole batch (notes and day notes) instead of one fsync per file
         if self._changed:
-            records = []
-            for rel, path in self._changed.items():
-                content, keys, note = self._written.get(rel, (None, None, None))
-                if path.exists():
-                    data = content.encode("utf-8") if content is not None else None
-                    records.append(self.vault.record_for(path, data, keys, note))
+            records = [self._written.get(rel) or self.vault.record_for(path)
+                       for rel, path in self._changed.items() if rel in self._written or path.exists()]
             self.vault.index.upsert(records)
         if self._audit:
             self.vault.audit(self._audit)
@@ -593,9 +501,11 @@ def remember_many(vault: Vault, items: Iterable[dict[str, Any]], progress: Calla
         vault.refresh()  # notes of an interrupted earlier run must count as already written
         writer = Writer(vault, durable=len(items) <= 1, explain=explain)
         checked = [writer.check(item, f"item {n}") for n, item in enumerate(items, 1)]
+        writer.ensure_entities(checked)
         results = []
-        for n, (body, fields) in enumerate(checked, 1):
-            result = writer.write(body, fields)
+        drafts = writer.drafter().draft_all(checked)
+        for n, ((_, fields), draft) in enumerate(zip(checked, drafts), 1):
+            result = writer.settle(draft, fields.get("supersedes"))
             if result.action == "unchanged":
                 writer.log_unchanged(result, parse_time(fields.get("timestamp")), str(fields.get("source") or
                                      vault.config["defaults"]["source"]))

@@ -1,0 +1,91 @@
+"""Batches through the write pipeline: drafted in worker processes or not, the same notes come out."""
+
+import os
+
+from vaultmem import Vault, drafts
+from vaultmem.note import parse_note
+
+
+def _items(n: int) -> list[dict]:
+    items = []
+    for i in range(n):
+        items.append({"text": f"Customer Li Wei{i % 3} renewed contract CT2024-{1000 + i % 7} on 2026-0{1 + i % 9}-1{i % 10}.",
+                      "tags": ["sales"], "timestamp": f"2026-03-0{1 + i % 9}T10:{i % 60:02d}:00+08:00",
+                      "source": "crm" if i % 5 else "user"})
+        items.append({"text": f"服务器 web-{i % 11} 的 CPU 告警阈值改为 {70 + i % 20}%，记住。",
+                      "timestamp": f"2026-03-0{1 + i % 9}T11:{i % 60:02d}:00+08:00"})
+    items.append(dict(items[0]))  # an exact repeat
+    return items
+
+
+def _notes(vault: Vault) -> dict[str, tuple]:
+    """Every memory note by path: its body and its properties except the random id."""
+    out = {}
+    for path in sorted((vault.root / "memories").glob("*.md")):
+        note = parse_note(path.read_bytes())
+        out[path.name] = (note.body, {k: v for k, v in note.meta.items() if k != "id"})
+    return out
+
+
+def test_worker_processes_draft_exactly_what_one_process_drafts(tmp_path, monkeypatch):
+    items = _items(60)
+    serial = Vault.init(tmp_path / "serial")
+    one = [(r.action, r.path, r.supersedes is not None) for r in serial.remember_many(items)]
+    monkeypatch.setattr(drafts, "PARALLEL_MIN", 1)
+    monkeypatch.setattr(drafts, "CHUNK", 7)
+    monkeypatch.setattr("vaultmem.workers.worker_count", lambda: 2)
+    adopt = drafts._adopt
+
+    def adopt_and_sign(drafter):  # each worker leaves its pid: proof the batch left this process
+        (tmp_path / f"worker-{os.getpid()}").touch()
+        adopt(drafter)
+
+    monkeypatch.setattr(drafts, "_adopt", adopt_and_sign)
+    parallel = Vault.init(tmp_path / "parallel")
+    many = [(r.action, r.path, r.supersedes is not None) for r in parallel.remember_many(items)]
+    assert many == one
+    workers = [p.name for p in tmp_path.glob("worker-*")]
+    assert workers and f"worker-{os.getpid()}" not in workers
+    assert {a for a, _, _ in one} == {"created", "merged", "unchanged"}
+    assert _notes(parallel) == _notes(serial)
+    assert parallel.recall("CPU 告警阈值") and parallel.doctor().ok
+
+
+def test_a_note_merged_in_the_batch_that_created_it_is_indexed_with_both_statements(vault):
+    results = vault.remember_many([{"text": "Contract CT2024-0876 signed with Acme"},
+                                   {"text": "Contract CT2024-0876 renewal due in March"}])
+    assert [r.action for r in results] == ["created", "merged"]
+    row = vault.index.select_notes("path = ?", (results[0].path,))[0]
+    assert "renewal due in March" in row["body"]
+    assert vault.recall("renewal March")[0].path == results[0].path
+    assert vault.refresh().parsed == 0  # the index already holds what is on disk
+
+
+def test_a_batch_links_every_memory_to_the_entities_the_batch_names(vault):
+    results = vault.remember_many([{"text": "Li Wei asked for the invoice again."},
+                                   {"text": "New customer Li Wei from Acme signed up."}])
+    body = parse_note((vault.root / results[0].path).read_bytes()).body
+    assert "[[Li Wei]]" in body
+    assert (vault.root / "entities" / "Li Wei.md").exists()
+
+
+def test_a_name_taken_on_disk_during_a_batch_gets_the_next_free_name(vault, monkeypatch):
+    from vaultmem import write
+
+    (vault.root / "memories").mkdir(exist_ok=True)
+    taken = []
+    original = write.Writer._place
+
+    def place_after_someone_took_the_name(self, draft):
+        if not taken:  # Obsidian saves a note of that very name after the batch listed the folder
+            self._taken.setdefault(draft.folder, set())
+            (vault.root / "memories" / f"{draft.stem}.md").write_text("a person's note\n", encoding="utf-8")
+            taken.append(draft.stem)
+        return original(self, draft)
+
+    monkeypatch.setattr(write.Writer, "_place", place_after_someone_took_the_name)
+    results = vault.remember_many([{"text": f"Deploy window {i} is Friday 18:00"} for i in range(3)])
+    assert results[0].path == f"memories/{taken[0]} 2.md"
+    assert (vault.root / "memories" / f"{taken[0]}.md").read_text(encoding="utf-8") == "a person's note\n"
+    assert vault.resolve(results[0].id)["title"] == f"{taken[0]} 2"
+    assert vault.recall("deploy window")

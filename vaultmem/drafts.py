@@ -1,0 +1,237 @@
+"""The pure half of the write pipeline: one memory's text and fields in, its finished draft out.
+
+A draft holds everything the rest of the pipeline needs and nothing it must decide with the vault:
+the cleaned and linked body, the properties, the rendered note, its fingerprint, its near-duplicate
+keys and the index record it will have. No file is read or written here, so a batch can draft its
+memories in worker processes while the writer decides, in order, what each one becomes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, fields as dataclass_fields
+from typing import TYPE_CHECKING, Any
+
+from . import text
+from .errors import VaultmemError
+from .records import Record
+from .vault import new_ulid, safe_filename
+
+if TYPE_CHECKING:
+    from .extract import Extraction, Extractor
+    from .links import EntityMatcher
+    from .policy import Policy
+
+TITLE_CHARS = 60
+PARALLEL_MIN = 2000  # below this many memories, starting worker processes costs more than it saves
+CHUNK = 250  # memories per worker job
+_LINK = re.compile(r"\[\[([^\]|#]*)(?:#[^\]|]*)?(?:\|([^\]]*))?\]\]")
+KEY_ORDER = ("id", "type", "value", "score", "timestamp", "tags", "source", "lifecycle", "trust", "status",
+             "supersedes", "namespace", "episode", "version")
+
+
+def parse_time(value: str | dt.datetime | dt.date | None) -> dt.datetime:
+    """An aware datetime from ISO 8601 text, a datetime or a date; naive times are local; None is now."""
+    if value is None:
+        return dt.datetime.now().astimezone().replace(microsecond=0)
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise VaultmemError(f"invalid timestamp {value!r}: use ISO 8601, e.g. 2026-11-29T14:02:11+08:00") from None
+    if not isinstance(value, dt.datetime):
+        value = dt.datetime(value.year, value.month, value.day)
+    return value.astimezone() if value.tzinfo is None else value
+
+
+def make_title(body: str) -> str:
+    """A readable title from a memory's first line: at most TITLE_CHARS characters, cut at a word."""
+    line = next((ln.strip(" #-*>\t") for ln in body.splitlines() if ln.strip()), "")
+    line = _LINK.sub(lambda m: m.group(2) or m.group(1), line)
+    if len(line) <= TITLE_CHARS:
+        return line
+    cut = line[:TITLE_CHARS]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > TITLE_CHARS // 2 else cut).rstrip(" ,.;:，。；：")
+
+
+def union(first: Iterable[str], second: Iterable[str]) -> list[str]:
+    """Tags of both, in order, each once (compared case- and width-insensitively)."""
+    out: dict[str, str] = {}
+    for tag in [*first, *second]:
+        out.setdefault(text.normalize_tag(tag), tag)
+    return list(out.values())
+
+
+@dataclass
+class Draft:
+    """One memory on its way to disk, after policy, extraction and linking."""
+
+    body: str
+    meta: dict[str, Any]
+    title: str
+    folder: str                   # inbox | memories (a folder role)
+    entities: list[str]           # entities the body links to (title keys)
+    redacted: list[str]
+    explain: dict[str, Any] | None  # only when the caller asked why
+    plain: str = ""               # text.plain_text of body: fingerprint, sketch and likeness share it
+    fp: str = ""
+    keys: list[int] = field(default_factory=list)
+    stem: str = ""                # the file name it wants (without `.md`)
+    data: bytes = b""             # the note as it will be written
+    record: Record | None = None  # its index record, path and stat filled in once it is written
+
+    def decided(self, decision: str) -> None:
+        """Say what became of the draft (shown by --explain)."""
+        if self.explain is not None:
+            self.explain["decision"] = decision
+
+    def __reduce__(self) -> tuple:
+        # drafts cross from worker processes by the hundred thousand: plain tuples unpickle ~3x faster
+        # than dataclasses, and a dict of terms faster than a Counter
+        rec = self.record
+        state = None if rec is None else tuple(dict(v) if f == "terms" else v
+                                                for f, v in zip(_RECORD_FIELDS, map(rec.__getattribute__,
+                                                                                      _RECORD_FIELDS)))
+        return _rebuild, (self.body, self.meta, self.title, self.folder, self.entities, self.redacted, self.explain,
+                          self.plain, self.fp, self.keys, self.stem, self.data, state)
+
+
+def _rebuild(*values: Any) -> Draft:
+    draft = Draft(*values[:-1])
+    if values[-1] is not None:
+        draft.record = Record(*values[-1])
+    return draft
+
+
+class Drafter:
+    """Turns checked items into drafts. Holds only rule tables and settings, so it pickles into
+    worker processes; the entity matcher must already know every entity the batch names."""
+
+    def __init__(self, config: dict[str, Any], policy: Policy, extractor: Extractor, matcher: EntityMatcher | None,
+                 device: str, explain: bool):
+        self.config = config
+        self.defaults = config["defaults"]
+        self.settings = config["write"]
+        self.policy = policy
+        self.extractor = extractor
+        self.matcher = matcher if self.settings["link_entities"] else None
+        self.device = device
+        self.explain = explain
+        self.near_duplicate = float(self.settings["near_duplicate"])
+
+    def draft(self, body: str, fields: dict[str, Any]) -> Draft:
+        """The draft of one checked item (see Writer.check)."""
+        from .extract import importance
+
+        d = self.defaults
+        body, found = self.policy.clean(body)
+        redacted = [f.kind for f in found]
+        when = parse_time(fields.get("timestamp"))
+        extraction = self.extractor.extract(body, when)
+        kind = fields.get("type") or (extraction.values[0].type if extraction.values else d["type"])
+        value = fields.get("value")
+        if value in (None, "") and not fields.get("type") and extraction.values:
+            value = extraction.values[0].value
+        value = self.clean(str(value), redacted) if value not in (None, "") else ""
+        if fields.get("score") is None:
+            score, parts = importance(extraction, position=fields.get("position"), config=self.config)
+        else:
+            score, parts = float(fields["score"]), [("given", float(fields["score"]))]
+        source = str(fields.get("source") or d["source"])
+        trust = self.policy.trust(source)
+        staged = bool(fields.get("candidate")) or trust in self.settings["stage_trust"]
+        for name in [*fields["entity"], *extraction.names]:
+            self.clean(name, redacted)  # the entity notes themselves are the writer's (Writer.ensure_entities)
+        linked, entities = self.matcher.link(body) if self.matcher is not None else (body, [])
+        # a title made from the cleaned body is clean; cleaning it again would re-hash a cut hash
+        title = self.clean(str(fields["title"]), redacted) if fields.get("title") else make_title(linked)
+        meta = {"id": new_ulid(when.timestamp()), "type": kind, "value": value, "score": round(score, 2),
+                "timestamp": when, "tags": union(fields["tags"], extraction.tags), "source": source,
+                "lifecycle": str(fields.get("lifecycle") or d["lifecycle"]), "trust": trust,
+                "status": "candidate" if staged else "active",
+                "namespace": str(fields.get("namespace") or d["namespace"]),
+                "episode": str(fields.get("episode") or ""), "version": [f"{self.device}:1"]}
+        explain = _explanation(extraction, parts, trust, staged, redacted, entities) if self.explain else None
+        draft = Draft(linked, meta, title, "inbox" if staged else "memories", [text.normalize(e) for e in entities],
+                      redacted, explain)
+        draft.plain = text.plain_text(linked)
+        draft.fp = text.digest(draft.plain)
+        if self.near_duplicate < 1:
+            from .dedup import sketch_keys
+
+            draft.keys = sketch_keys(draft.plain)
+        draft.stem = safe_filename(title)
+        self.render(draft)
+        return draft
+
+    def render(self, draft: Draft, supersedes: str = "") -> None:
+        """The note's bytes and index record (again, with `supersedes: "[[title]]"`, when it replaces one)."""
+        from .note import Note, render_new
+        from .records import build_record
+
+        meta = dict(draft.meta, supersedes=f"[[{supersedes}]]" if supersedes else "")
+        meta = {k: meta[k] for k in KEY_ORDER if meta.get(k) not in ("", None)}
+        body = draft.body.rstrip("\n") + "\n"
+        content = render_new(meta, body)
+        note = Note(None, content, meta, body, "\n", True, len(content) - len(body))
+        draft.data = content.encode("utf-8")
+        draft.record = build_record(draft.data, f"{draft.folder}/{draft.stem}.md", "memory", draft.folder,
+                                    (0, len(draft.data)), self.defaults, draft.keys or None, note)
+
+    def clean(self, value: str, redacted: list[str]) -> str:
+        """The value with its secrets removed; their kinds are added to `redacted`."""
+        cleaned, found = self.policy.clean(value)
+        redacted.extend(f.kind for f in found)
+        return cleaned
+
+    def draft_all(self, items: list[tuple[str, dict[str, Any]]]) -> Iterator[Draft]:
+        """Drafts of checked items, in order: in worker processes for a large batch on several cores,
+        a few chunks ahead of the caller (never the whole batch in memory at once)."""
+        from .workers import process_pool, worker_count
+
+        workers = worker_count()
+        if workers < 2 or len(items) < PARALLEL_MIN:
+            for body, fields in items:
+                yield self.draft(body, fields)
+            return
+        chunks = [items[i:i + CHUNK] for i in range(0, len(items), CHUNK)]
+        preload = ["vaultmem.drafts", "vaultmem.extract", "vaultmem.policy", "vaultmem.links"]
+        with process_pool(workers, preload, _adopt, (self,)) as pool:
+            pending: deque = deque()
+            for chunk in chunks:
+                pending.append(pool.submit(_draft_chunk, chunk))
+                if len(pending) > 3 * workers:
+                    yield from pending.popleft().result()
+            while pending:
+                yield from pending.popleft().result()
+
+
+_worker_drafter: Drafter | None = None
+
+
+def _adopt(drafter: Drafter) -> None:
+    """Worker start: keep the batch's drafter (rule tables, entities) for every chunk it drafts."""
+    global _worker_drafter
+    _worker_drafter = drafter
+
+
+def _draft_chunk(items: list[tuple[str, dict[str, Any]]]) -> list[Draft]:
+    assert _worker_drafter is not None
+    return [_worker_drafter.draft(body, fields) for body, fields in items]
+
+
+def _explanation(extraction: Extraction, parts: list, trust: str, staged: bool, redacted: list[str],
+                 entities: list[str]) -> dict[str, Any]:
+    return {"importance": [[label, points] for label, points in parts],
+            "values": [{"type": v.type, "value": v.value} for v in extraction.values],
+            "cues": list(extraction.cues), "names": list(extraction.names), "entities": list(entities),
+            "trust": trust, "staged": staged, "redacted": list(redacted)}
+
+
+_RECORD_FIELDS = tuple(f.name for f in dataclass_fields(Record))
+
+__all__ = ["Draft", "Drafter", "KEY_ORDER", "make_title", "parse_time", "union"]
