@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 
-def atomic_write(path: Path, data: bytes, *, durable: bool = True, exclusive: bool = False) -> os.stat_result:
+def atomic_write(path: str | Path, data: bytes, *, durable: bool = True, exclusive: bool = False) -> os.stat_result:
     """Write a whole file so a reader sees the old bytes or the new ones, never a mix.
 
     A hidden temp file in the same folder is written (and fsynced when durable), then moved into
@@ -20,7 +20,8 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True, exclusive: bo
     Returns the new file's stat (from the open file: no extra lookup).
     Raises FileExistsError when exclusive and the name is taken.
     """
-    tmp = f"{path.parent}{os.sep}.{path.name}.{_TEMP_TAG}{next(_counter)}.tmp"
+    folder, name = os.path.split(os.fspath(path))
+    tmp = os.path.join(folder, f".{name}.{_TEMP_TAG}{next(_counter)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         try:
@@ -41,7 +42,7 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True, exclusive: bo
             os.unlink(tmp)
         raise
     if durable:
-        fsync_path(path.parent)
+        fsync_path(folder or ".")
     return st
 
 
@@ -97,7 +98,7 @@ _new_temp_tag()
 os.register_at_fork(after_in_child=_new_temp_tag)
 
 
-def fsync_path(path: Path) -> None:
+def fsync_path(path: str | Path) -> None:
     """Flush a file's or a folder's entry to disk."""
     fd = os.open(path, os.O_RDONLY)
     try:

@@ -251,6 +251,21 @@ class Vault:
             raise WriteConflict(path)
         return atomic_write(path, data, durable=durable)
 
+    def create_note(self, folder: Path, name: str, data: bytes, *, durable: bool = True) -> os.stat_result:
+        """Write a new note `name` into a vault folder, never over an existing file (WriteConflict).
+
+        The batch writer's path: the folder is checked once, the name must be a plain file name.
+        """
+        if not name or name in (".", "..") or "/" in name or os.sep in name or "\x00" in name:
+            raise UnsafePath(f"{name!r} is not a plain file name")
+        where = str(folder)
+        if where not in self._safe_dirs:
+            self._checked(folder / name, creating=True)
+        try:
+            return atomic_write(f"{where}{os.sep}{name}", data, durable=durable, exclusive=True)
+        except FileExistsError:
+            raise WriteConflict(folder / name) from None
+
     def edit_note(self, path: Path, edit: Callable[[Any], str], *, durable: bool = True, retries: int = 5) -> str:
         """Rewrite a note from its current text: read it, `edit(note.Note) -> new text`, write it
         unless it changed on disk meanwhile (a person saving in Obsidian), then read it again.

@@ -52,8 +52,13 @@ class WriteResult:
 
 
 def numbered(folder: Path, stem: str, attempt: int) -> Path:
+    """The attempt-th readable path for a note in folder (see numbered_name)."""
+    return folder / numbered_name(stem, attempt)
+
+
+def numbered_name(stem: str, attempt: int) -> str:
     """The attempt-th readable name for a note: `stem.md`, then `stem 2.md`, `stem 3.md` …"""
-    return folder / (f"{stem}.md" if attempt == 0 else f"{stem} {attempt + 1}.md")
+    return f"{stem}.md" if attempt == 0 else f"{stem} {attempt + 1}.md"
 
 
 def _str_list(value: Any, name: str) -> list[str]:
@@ -131,7 +136,7 @@ class Writer:
         self._plains: dict[str, tuple[str, str]] = {}  # path -> (body, its plain_text)
         self._attrs: dict[tuple[str, str], dict[str, dict]] = {}  # (namespace, type) -> entity -> newest row
         self._known: dict[str, _Known] = {}
-        self._changed: dict[str, Path] = {}
+        self._changed: dict[str, None] = {}  # vault paths written, in order
         self._written: dict[str, Any] = {}  # notes created and not edited since: their index records
         self._has_memories = vault.index.count("kind = 'memory'") > 0  # else nothing on disk to dedup against
         self._episodes: list[Any] = []
@@ -364,7 +369,7 @@ class Writer:
 
         self.vault.edit_note(path, edit, durable=self.durable)
         score, body = merged["score"], merged["body"]
-        self._changed[target.path] = path
+        self._changed[target.path] = None
         self._written.pop(target.path, None)  # its record must be read back from the merged text
         self._bodies[target.path] = body
         draft.decided(f"merged into {target.path}: {reason}")
@@ -374,45 +379,48 @@ class Writer:
     def _create(self, draft: Draft, old: _Known | None) -> WriteResult:
         if old is not None:
             self.drafter().render(draft, supersedes=old.title)
-        path = self._place(draft)
+        rel = self._place(draft)
+        title = draft.record.title
         meta = draft.meta
-        known = _Known(draft.record.path, meta["id"], path.stem, meta["type"], meta["value"], meta["namespace"],
-                       meta["status"], meta["score"])
+        known = _Known(rel, meta["id"], title, meta["type"], meta["value"], meta["namespace"], meta["status"],
+                       meta["score"])
         self._track(known, draft)
         if old is not None:
-            self._retire(old, path.stem)
+            self._retire(old, title)
         draft.decided(f"new note; supersedes {old.path}" if old else "new note")
-        self._log(draft, path.stem, "created", meta["id"])
+        self._log(draft, title, "created", meta["id"])
         result = self._result("created", known, draft, meta["score"], old.id if old else None)
         self._by_fp[draft.fp] = result
         return result
 
-    def _place(self, draft: Draft) -> Path:
-        """Write a new note under a unique readable name, never replacing a file another writer took."""
+    def _place(self, draft: Draft) -> str:
+        """Write a new note under a unique readable name, never replacing a file another writer took;
+        returns its vault path. A batch lists each folder once; a single write asks the index."""
         folder = self.vault.folders[draft.folder]
         taken = self._taken.get(draft.folder)
-        if taken is None:  # a batch lists the folder once; a single write asks the index instead
+        if taken is None:
             folder.mkdir(parents=True, exist_ok=True)
             taken = self._taken[draft.folder] = {n.casefold() for n in os.listdir(folder)} if not self.durable else set()
+        under = self.vault.relpath(folder) + "/"
         for attempt in range(10_000):
-            path = numbered(folder, draft.stem, attempt)
-            if path.name.casefold() in taken or (self.durable and self.vault.index.path_taken(self.vault.relpath(path))):
+            name = numbered_name(draft.stem, attempt)
+            if name.casefold() in taken or (self.durable and self.vault.index.path_taken(under + name)):
                 continue
-            taken.add(path.name.casefold())
+            taken.add(name.casefold())
             try:
-                st = self.vault.write_text(path, draft.data, expected_sha=None, durable=self.durable)
+                st = self.vault.create_note(folder, name, draft.data, durable=self.durable)
             except WriteConflict:
                 continue  # another process took the name a moment ago
             rec = draft.record
-            rec.path, rec.mtime_ns, rec.size = self.vault.relpath(path), st.st_mtime_ns, st.st_size
+            rec.path, rec.mtime_ns, rec.size = under + name, st.st_mtime_ns, st.st_size
             if attempt:  # the title is the file name: its words are index terms
                 from .records import index_terms
 
-                rec.title = path.stem
+                rec.title = name[:-3]
                 rec.terms = index_terms(rec)
-            self._changed[rec.path] = path
+            self._changed[rec.path] = None
             self._written[rec.path] = rec
-            return path
+            return rec.path
         raise VaultmemError(f"no free file name for {draft.title!r} in {folder}")
 
     def _track(self, known: _Known, draft: Draft) -> None:
@@ -438,7 +446,7 @@ class Writer:
         self.vault.edit_note(path, lambda note: update_fields(note, {
             "status": "superseded", "superseded_by": f"[[{new_title}]]",
             "version": _bump_version(note.meta.get("version"), self.vault.device)}), durable=self.durable)
-        self._changed[old.path] = path
+        self._changed[old.path] = None
         self._written.pop(old.path, None)
         self._known[old.path] = _Known(old.path, old.id, old.title, old.type, old.value, old.namespace, "superseded",
                                        old.score)
@@ -467,12 +475,12 @@ class Writer:
             from .episodes import append_episodes
 
             for rel in append_episodes(self.vault, self._episodes, durable=self.durable, index=False):
-                self._changed[rel] = self.vault.root / rel
+                self._changed[rel] = None
         if not self.durable and self._changed:
             os.sync()  # one flush for the whole batch (notes and day notes) instead of one fsync per file
         if self._changed:
-            records = [self._written.get(rel) or self.vault.record_for(path)
-                       for rel, path in self._changed.items() if rel in self._written or path.exists()]
+            records = [self._written.get(rel) or self.vault.record_for(self.vault.root / rel)
+                       for rel in self._changed if rel in self._written or (self.vault.root / rel).exists()]
             self.vault.index.upsert(records)
         if self._audit:
             self.vault.audit(self._audit)
