@@ -89,3 +89,44 @@ def test_a_name_taken_on_disk_during_a_batch_gets_the_next_free_name(vault, monk
     assert (vault.root / "memories" / f"{taken[0]}.md").read_text(encoding="utf-8") == "a person's note\n"
     assert vault.resolve(results[0].id)["title"] == f"{taken[0]} 2"
     assert vault.recall("deploy window")
+
+
+def test_a_name_taken_after_it_was_reserved_is_written_under_the_next_one(vault, monkeypatch):
+    from vaultmem.pending import PendingNotes
+
+    flush = PendingNotes.flush
+
+    def someone_saves_that_name_first(self):
+        first_new = next(rel for rel, pending in self._open.items() if pending.sha is None)
+        (vault.root / first_new).write_text("a person's note\n", encoding="utf-8")
+        flush(self)
+
+    monkeypatch.setattr(PendingNotes, "flush", someone_saves_that_name_first)
+    results = vault.remember_many([{"text": "Deploy window is Friday 18:00", "timestamp": "2026-11-02T10:00:00+00:00"},
+                                   {"text": "Rollback owner is Dana", "timestamp": "2026-11-02T10:05:00+00:00"}])
+    assert results[0].path == "memories/Deploy window is Friday 18 00 2.md"
+    assert results[0].title == "Deploy window is Friday 18 00 2"
+    assert (vault.root / "memories/Deploy window is Friday 18 00.md").read_text(encoding="utf-8") == "a person's note\n"
+    assert vault.resolve(results[0].id)["path"] == results[0].path
+    day = (vault.root / "episodes/2026-11-02.md").read_text(encoding="utf-8")
+    assert "[[Deploy window is Friday 18 00 2]]" in day
+
+
+def test_a_note_saved_by_a_person_while_a_batch_merges_into_it_keeps_both(vault, monkeypatch):
+    from vaultmem.pending import PendingNotes
+
+    first = vault.remember("Contract CT2024-0876 signed with Acme")
+    flush = PendingNotes.flush
+
+    def person_saves_meanwhile(self):
+        path = vault.root / first.path
+        path.write_text(path.read_text(encoding="utf-8") + "\nCall Acme's CFO first.\n", encoding="utf-8")
+        flush(self)
+
+    monkeypatch.setattr(PendingNotes, "flush", person_saves_meanwhile)
+    results = vault.remember_many([{"text": "Contract CT2024-0876 renewal due in March"},
+                                   {"text": "Unrelated: the lab opens at nine"}])
+    assert results[0].action == "merged" and results[0].path == first.path
+    body = parse_note((vault.root / first.path).read_bytes()).body
+    assert "Call Acme's CFO first." in body and "renewal due in March" in body
+    assert "renewal due in March" in vault.index.select_notes("path = ?", (first.path,))[0]["body"]

@@ -220,16 +220,16 @@ def test_the_rows_a_write_indexes_equal_those_a_full_reindex_builds(vault):
                          {"text": "The password: hunter2hunter2 opens the test box", "namespace": "ops"}])
     vault.remember("ACK may add a management fee", source="web")
     fields = ("id", "path", "kind", "title", "sha", "fp", "type", "value", "score", "ts", "lifecycle", "source",
-              "trust", "status", "namespace", "tags", "links", "body", "stamp")
+              "trust", "status", "namespace", "tags", "links", "body", "stamp", "sketch")
     written = {r["path"]: {k: r[k] for k in fields} for r in vault.index.select_notes()}
-    def sketches():
-        return sorted(vault.index._conn().execute("SELECT key, path FROM dupkey").fetchall())
-
-    keys = sketches()
+    found_before = {p: vault.index.near_duplicate_paths(r["sketch"]) for p, r in written.items() if r["sketch"]}
     vault.refresh(force=True)
     rebuilt = {r["path"]: {k: r[k] for k in fields} for r in vault.index.select_notes()}
     assert rebuilt == written
-    assert sketches() == keys and len(keys) == 6 * 4  # six keys per memory note
+    assert len(found_before) == 4 and all(len(written[p]["sketch"]) == 6 for p in found_before)
+    # before: the keys of notes written since the last generation; after: the generation's own
+    assert {p: vault.index.near_duplicate_paths(written[p]["sketch"]) for p in found_before} == found_before
+    assert all(p in found for p, found in found_before.items())
 
 
 def test_two_processes_remembering_the_same_batch_write_each_memory_once(vault):

@@ -14,6 +14,7 @@ confirms by content hash.
 from __future__ import annotations
 
 import fcntl
+import operator
 import os
 import shutil
 import sqlite3
@@ -33,14 +34,17 @@ from .records import Record, build_records, index_terms
 if TYPE_CHECKING:  # numpy and the snapshot load only when postings are built or read: a write does neither
     from .snapshot import PostingsBuilder, Snapshot
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 CHUNK = 512  # files per parse job
 RACY_NS = 2_000_000_000  # coarse file-system clocks: an mtime this close to a check proves nothing
 
 NOTE_FIELDS = ("id", "path", "kind", "title", "mtime_ns", "size", "sha", "fp", "type", "value", "score", "ts",
                "lifecycle", "source", "trust", "status", "namespace", "episode", "tags", "aliases", "links",
-               "body", "stamp", "error")
+               "body", "stamp", "error", "sketch")
 _LIST_FIELDS = ("tags", "aliases", "links")
+_NOTE_VALUES = operator.attrgetter(*NOTE_FIELDS)  # a Record's row values in one C call
+_LIST_AT = tuple(NOTE_FIELDS.index(f) for f in _LIST_FIELDS)
+_SKETCH_AT = NOTE_FIELDS.index("sketch")
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -55,6 +59,7 @@ CREATE TABLE IF NOT EXISTS access(id TEXT PRIMARY KEY, uses INTEGER NOT NULL, la
 CREATE TABLE IF NOT EXISTS logpos(file TEXT PRIMARY KEY, offset INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS notes_value ON notes(type, value);
 CREATE INDEX IF NOT EXISTS notes_path_nocase ON notes(path COLLATE NOCASE);
+-- sketch keys (dedup.sketch_keys) of the notes not yet in a generation; a generation keeps the rest
 CREATE TABLE IF NOT EXISTS dupkey(key INTEGER NOT NULL, path TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS dupkey_key ON dupkey(key);
 CREATE INDEX IF NOT EXISTS dupkey_path ON dupkey(path);
@@ -102,6 +107,7 @@ class Index:
         self._lock = threading.RLock()
         self._lock_depth = 0
         self._snapshot: Snapshot | None = None
+        self._sketches: tuple | None = None  # (generation, sorted keys, their documents), memory-mapped
         self._snapshot_version = ""
         cache_dir.mkdir(parents=True, exist_ok=True)
         self._ensure_schema()
@@ -281,19 +287,20 @@ class Index:
             for table in ("notes", "delta", "tomb", "dupkey"):
                 conn.execute(f"DELETE FROM {table}")
             conn.execute("DELETE FROM meta WHERE key IN ('generation', 'n_base')")
+            sketches: list[list[int]] = []
             for recs, _ in _map_chunks(str(self.vault_root), chunks, self.defaults):
                 first = postings.n_docs
                 for rec in recs:
                     postings.add(rec.terms)
+                    sketches.append(rec.sketch)
                     for name in COLUMNS:
                         columns[name].append(getattr(rec, name))
                 conn.executemany(_INSERT_NOTE, [(first + i, *_row(rec)) for i, rec in enumerate(recs)])
-                conn.executemany(_INSERT_KEY, _dup_keys(recs))
                 if progress:
                     progress(postings.n_docs, len(items))
             # until the generation below exists, the next refresh must rebuild it from these rows
             self._set_meta(conn, next_doc=postings.n_docs, checked_ns=started, needs_compaction=1)
-        self._switch(conn, postings, columns, list(range(postings.n_docs)))
+        self._switch(conn, postings, columns, list(range(postings.n_docs)), sketches)
         stats.read = len(items)
         stats.parsed = stats.added = postings.n_docs
         stats.compacted = True
@@ -353,8 +360,8 @@ class Index:
             records = sorted(records, key=lambda rec: rec.path)  # the order a generation keeps
             docs = range(next_doc, next_doc + len(records))
             conn.executemany(_INSERT_NOTE, [(doc, *_row(rec)) for doc, rec in zip(docs, records)])
-            conn.executemany(_INSERT_KEY, _dup_keys(records))
-            if to_delta:
+            if to_delta:  # else the generation about to be written holds their sketch keys
+                conn.executemany(_INSERT_KEY, _dup_keys(records))
                 conn.executemany("INSERT INTO delta VALUES (?, ?)",
                                  [(doc, _encode_terms(rec.terms)) for doc, rec in zip(docs, records)])
             self._set_meta(conn, next_doc=next_doc + len(records), version=int(self._meta(conn, "version", "0")) + 1)
@@ -398,7 +405,7 @@ class Index:
 
         from .snapshot import COLUMNS, PostingsBuilder
 
-        rows = conn.execute(f"SELECT doc, path, {', '.join(COLUMNS)} FROM notes ORDER BY doc").fetchall()
+        rows = conn.execute(f"SELECT doc, path, {', '.join(COLUMNS)}, sketch FROM notes ORDER BY doc").fetchall()
         generation = self._meta(conn, "generation")
         n_base = int(self._meta(conn, "n_base", "0")) if generation else 0
         base = self.cache_dir / f"gen-{generation}"
@@ -421,15 +428,16 @@ class Index:
             if progress and i % 4096 == 0:
                 progress(len(carried) + i, len(rows))
         columns = {name: [row[2 + i] for row in rows] for i, name in enumerate(COLUMNS)}
-        self._switch(conn, postings, columns, [row[0] for row in rows])
+        self._switch(conn, postings, columns, [row[0] for row in rows], [row[-1] for row in rows])
 
     def _switch(self, conn: sqlite3.Connection, postings: PostingsBuilder, columns: dict[str, list],
-                docs: list[int]) -> None:
-        """Write a new generation and make it current; `docs` are the rows' numbers, which become 0..n-1."""
+                docs: list[int], sketches: list) -> None:
+        """Write a new generation and make it current; `docs` are the rows' numbers, which become 0..n-1;
+        sketches their sketch keys (lists, or the stored text) in the same order."""
         from .snapshot import write_generation
 
         generation = int(self._meta(conn, "generation", "0") or 0) + 1
-        write_generation(self.cache_dir / f"gen-{generation}", postings, columns)
+        write_generation(self.cache_dir / f"gen-{generation}", postings, columns, sketches)
         with _transaction(conn):
             if any(old != new for new, old in enumerate(docs)):  # a first index is already in order
                 conn.execute("UPDATE notes SET doc = -1 - doc")
@@ -437,6 +445,7 @@ class Index:
                                  [(new, -1 - old) for new, old in enumerate(docs)])
             conn.execute("DELETE FROM delta")
             conn.execute("DELETE FROM tomb")
+            conn.execute("DELETE FROM dupkey")
             self._set_meta(conn, generation=generation, n_base=len(docs), next_doc=len(docs), needs_compaction=0,
                            version=int(self._meta(conn, "version", "0")) + 1)
         self._drop_old_generations(generation)
@@ -552,9 +561,37 @@ class Index:
         """Paths of memory notes sharing a sketch key with a text (dedup.sketch_keys), oldest first."""
         if not keys:
             return []
+        conn = self._conn()
+        docs = self._sketch_docs(conn, keys)
         marks = ", ".join("?" * len(keys))
-        rows = self._conn().execute(f"SELECT DISTINCT path FROM dupkey WHERE key IN ({marks}) ORDER BY rowid", keys)
+        in_docs = f"doc IN ({', '.join(map(str, docs))}) OR " if docs else ""
+        rows = conn.execute(f"SELECT path FROM notes WHERE {in_docs}path IN (SELECT path FROM dupkey WHERE key IN "
+                            f"({marks})) ORDER BY ts, path", keys)
         return [r[0] for r in rows]
+
+    def _sketch_docs(self, conn: sqlite3.Connection, keys: list[int]) -> list[int]:
+        """Documents of the current generation with any of these sketch keys (a note changed since
+        has a new row: its old document number matches no row)."""
+        from bisect import bisect_left, bisect_right
+
+        generation = self._meta(conn, "generation")
+        if not generation:
+            return []
+        folder = self.cache_dir / f"gen-{generation}"
+        try:
+            st = os.stat(folder / "dup_key.bin")
+        except FileNotFoundError:
+            return []  # its files were removed by hand: the next compaction writes them again
+        # a rebuild may reuse a generation's number: the file itself tells them apart
+        stamp = (generation, st.st_ino, st.st_mtime_ns, st.st_size)
+        found = self._sketches
+        if found is None or found[0] != stamp:
+            found = self._sketches = (stamp, *_open_sketches(folder))
+        _, sorted_keys, key_docs = found
+        docs = set()
+        for key in keys:
+            docs.update(key_docs[bisect_left(sorted_keys, key):bisect_right(sorted_keys, key)])
+        return sorted(docs)
 
     def count(self, where: str = "1", params: tuple = ()) -> int:
         """How many notes match a SQL condition."""
@@ -636,8 +673,12 @@ def _dup_keys(records: list[Record]) -> list[tuple[int, str]]:
     return [(key, rec.path) for rec in records for key in rec.sketch]
 
 
-def _row(rec: Record) -> tuple:
-    return tuple("\n".join(getattr(rec, f)) if f in _LIST_FIELDS else getattr(rec, f) for f in NOTE_FIELDS)
+def _row(rec: Record) -> list:
+    values = list(_NOTE_VALUES(rec))
+    for i in _LIST_AT:
+        values[i] = "\n".join(values[i])
+    values[_SKETCH_AT] = " ".join(map(str, values[_SKETCH_AT]))
+    return values
 
 
 def _row_dict(values: tuple, columns: tuple[str, ...] = NOTE_FIELDS) -> dict[str, Any]:
@@ -645,6 +686,8 @@ def _row_dict(values: tuple, columns: tuple[str, ...] = NOTE_FIELDS) -> dict[str
     for f in _LIST_FIELDS:
         if f in row:
             row[f] = row[f].split("\n") if row[f] else []
+    if "sketch" in row:
+        row["sketch"] = [int(k) for k in row["sketch"].split()]
     return row
 
 
@@ -663,6 +706,20 @@ def _map_chunks(root: str, chunks: list[list[tuple]], defaults: dict[str, Any]):
         return
     with process_pool(workers, ["vaultmem.records"]) as pool:
         yield from pool.map(build_records, [root] * len(chunks), chunks, [defaults] * len(chunks))
+
+
+def _open_sketches(folder: Path) -> tuple[Any, Any]:
+    """A generation's sorted sketch keys and their documents, memory-mapped (no numpy: a single
+    remember never imports it)."""
+    import mmap
+
+    views = []
+    for name, code in (("dup_key.bin", "q"), ("dup_doc.bin", "I")):
+        with open(folder / name, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            views.append(memoryview(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)).cast(code)
+                         if size else ())
+    return views[0], views[1]
 
 
 def _encode_terms(terms) -> str:

@@ -89,17 +89,19 @@ class PostingsBuilder:
         np.save(folder / "doclen.npy", doclen.astype(np.float32))
 
 
-def write_generation(folder: Path, postings: PostingsBuilder, columns: dict[str, list]) -> None:
+def write_generation(folder: Path, postings: PostingsBuilder, columns: dict[str, list], sketches: list) -> None:
     """Write one generation atomically (a temp folder renamed into place).
 
     Args:
         postings: the terms of documents 0, 1, 2 …
         columns: every name of COLUMNS -> one value per document.
+        sketches: each document's near-duplicate keys (a list of ints, or them as stored: space-separated).
     """
     tmp = folder.with_name(folder.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     postings.write(tmp)
+    _write_sketches(tmp, sketches)
     np.save(tmp / "score.npy", np.asarray(columns["score"], dtype=np.float32))
     np.save(tmp / "ts.npy", np.asarray(columns["ts"], dtype=np.float64))
     vocab = {}
@@ -114,6 +116,18 @@ def write_generation(folder: Path, postings: PostingsBuilder, columns: dict[str,
         fsync_path(path)
     shutil.rmtree(folder, ignore_errors=True)
     os.replace(tmp, folder)
+
+
+def _write_sketches(folder: Path, sketches: list) -> None:
+    """dup_key.bin (sorted int64 keys) and dup_doc.bin (uint32 document of each), native byte order:
+    the index's near-duplicate lookup bisects them without numpy."""
+    lists = [k.split() if isinstance(k, str) else k for k in sketches]
+    counts = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+    keys = np.array([int(k) for keys in lists for k in keys], dtype=np.int64)
+    docs = np.repeat(np.arange(len(lists), dtype=np.uint32), counts)
+    order = np.argsort(keys, kind="stable")
+    keys[order].tofile(folder / "dup_key.bin")
+    docs[order].tofile(folder / "dup_doc.bin")
 
 
 @dataclass

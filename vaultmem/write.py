@@ -11,17 +11,19 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import text
 from .drafts import Draft, Drafter, parse_time, union
-from .errors import VaultmemError, WriteConflict
+from .errors import VaultmemError
+from .pending import PendingNotes
 
 if TYPE_CHECKING:
     from .vault import Vault
 
+PENDING_MAX = 200_000  # new notes kept back before a flush writes them (each ~2 KB with its index record)
 BATCH_FIELDS = {"text", "tags", "source", "lifecycle", "score", "timestamp", "type", "value", "namespace",
                 "episode", "title", "entity", "candidate", "supersedes", "position"}
 
@@ -137,7 +139,7 @@ class Writer:
         self._attrs: dict[tuple[str, str], dict[str, dict]] = {}  # (namespace, type) -> entity -> newest row
         self._known: dict[str, _Known] = {}
         self._changed: dict[str, None] = {}  # vault paths written, in order
-        self._written: dict[str, Any] = {}  # notes created and not edited since: their index records
+        self._pending = PendingNotes(vault, durable)
         self._has_memories = vault.index.count("kind = 'memory'") > 0  # else nothing on disk to dedup against
         self._episodes: list[Any] = []
         self._audit: list[dict[str, Any]] = []
@@ -345,7 +347,6 @@ class Writer:
         from .dedup import restates
         from .note import update_fields
 
-        path = self.vault.root / target.path
         plain = draft.plain
         merged: dict[str, Any] = {}
 
@@ -367,10 +368,9 @@ class Writer:
             merged.update(score=score, body=body)
             return new_text
 
-        self.vault.edit_note(path, edit, durable=self.durable)
+        self._pending.edit(target.path, edit)
         score, body = merged["score"], merged["body"]
         self._changed[target.path] = None
-        self._written.pop(target.path, None)  # its record must be read back from the merged text
         self._bodies[target.path] = body
         draft.decided(f"merged into {target.path}: {reason}")
         self._log(draft, target.title, "merged", target.id)
@@ -394,32 +394,32 @@ class Writer:
         return result
 
     def _place(self, draft: Draft) -> str:
-        """Write a new note under a unique readable name, never replacing a file another writer took;
-        returns its vault path. A batch lists each folder once; a single write asks the index."""
+        """Reserve a unique readable name for a new note (written at the next flush); returns its
+        vault path. A batch lists each folder once; a single write asks the index."""
         folder = self.vault.folders[draft.folder]
         taken = self._taken.get(draft.folder)
         if taken is None:
             folder.mkdir(parents=True, exist_ok=True)
             taken = self._taken[draft.folder] = {n.casefold() for n in os.listdir(folder)} if not self.durable else set()
         under = self.vault.relpath(folder) + "/"
+        where = f"{folder}{os.sep}"
         for attempt in range(10_000):
             name = numbered_name(draft.stem, attempt)
-            if name.casefold() in taken or (self.durable and self.vault.index.path_taken(under + name)):
+            if (name.casefold() in taken or os.path.lexists(where + name)
+                    or (self.durable and self.vault.index.path_taken(under + name))):
                 continue
             taken.add(name.casefold())
-            try:
-                st = self.vault.create_note(folder, name, draft.data, durable=self.durable)
-            except WriteConflict:
-                continue  # another process took the name a moment ago
             rec = draft.record
-            rec.path, rec.mtime_ns, rec.size = under + name, st.st_mtime_ns, st.st_size
+            rec.path = under + name
             if attempt:  # the title is the file name: its words are index terms
                 from .records import index_terms
 
                 rec.title = name[:-3]
                 rec.terms = index_terms(rec)
+            self._pending.create(rec.path, draft.data, rec)
             self._changed[rec.path] = None
-            self._written[rec.path] = rec
+            if len(self._pending) >= PENDING_MAX:
+                self._pending.flush()
             return rec.path
         raise VaultmemError(f"no free file name for {draft.title!r} in {folder}")
 
@@ -442,12 +442,10 @@ class Writer:
         """Mark the superseded note (kept, linked both ways) and forget it as a merge target."""
         from .note import update_fields
 
-        path = self.vault.root / old.path
-        self.vault.edit_note(path, lambda note: update_fields(note, {
+        self._pending.edit(old.path, lambda note: update_fields(note, {
             "status": "superseded", "superseded_by": f"[[{new_title}]]",
-            "version": _bump_version(note.meta.get("version"), self.vault.device)}), durable=self.durable)
+            "version": _bump_version(note.meta.get("version"), self.vault.device)}))
         self._changed[old.path] = None
-        self._written.pop(old.path, None)
         self._known[old.path] = _Known(old.path, old.id, old.title, old.type, old.value, old.namespace, "superseded",
                                        old.score)
         self._audit.append({"event": "supersede", "id": old.id, "path": old.path})
@@ -470,20 +468,40 @@ class Writer:
             self._episodes.append(EpisodeLine(when, result.title, source))
 
     def finish(self) -> None:
-        """Write the episode lines, flush a batch, update the index (once) and append the audit events."""
+        """Write the waiting notes and the episode lines, flush a batch, update the index (once) and
+        append the audit events."""
+        self._pending.flush()
+        renamed = self._renamed_titles()
         if self._episodes:
-            from .episodes import append_episodes
+            from .episodes import EpisodeLine, append_episodes
 
-            for rel in append_episodes(self.vault, self._episodes, durable=self.durable, index=False):
+            lines = [EpisodeLine(e.when, renamed.get(e.title, e.title), e.source) for e in self._episodes]
+            for rel in append_episodes(self.vault, lines, durable=self.durable, index=False):
                 self._changed[rel] = None
         if not self.durable and self._changed:
             os.sync()  # one flush for the whole batch (notes and day notes) instead of one fsync per file
         if self._changed:
-            records = [self._written.get(rel) or self.vault.record_for(self.vault.root / rel)
-                       for rel in self._changed if rel in self._written or (self.vault.root / rel).exists()]
-            self.vault.index.upsert(records)
+            finals = [self._pending.renamed.get(rel, rel) for rel in self._changed]
+            self.vault.index.upsert([self._record(rel) for rel in finals
+                                     if rel in self._pending.written or (self.vault.root / rel).exists()])
         if self._audit:
-            self.vault.audit(self._audit)
+            self.vault.audit([dict(e, title=renamed[e["title"]]) if e.get("title") in renamed else e
+                              for e in self._audit])
+
+    def _record(self, rel: str) -> Any:
+        written = self._pending.written.get(rel)
+        if written is None or isinstance(written, bytes):
+            return self.vault.record_for(self.vault.root / rel, written)
+        return written
+
+    def _renamed_titles(self) -> dict[str, str]:
+        """Old title -> new, for the notes written under another name than they reserved (rare)."""
+        return {old.rpartition("/")[2][:-3]: new.rpartition("/")[2][:-3] for old, new in self._pending.renamed.items()}
+
+    def final(self, result: WriteResult) -> WriteResult:
+        """The result with the path its note was finally written under."""
+        new = self._pending.renamed.get(result.path)
+        return result if new is None else replace(result, path=new, title=new.rpartition("/")[2][:-3])
 
 
 def remember(vault: Vault, body: str, *, explain: bool = False, **fields: Any) -> WriteResult:
@@ -493,7 +511,7 @@ def remember(vault: Vault, body: str, *, explain: bool = False, **fields: Any) -
         body, checked = writer.check({"text": body, **fields}, "memory")
         result = writer.write(body, checked)
         writer.finish()
-    return result
+    return writer.final(result)
 
 
 def remember_many(vault: Vault, items: Iterable[dict[str, Any]], progress: Callable[[int], None] | None = None,
@@ -521,7 +539,7 @@ def remember_many(vault: Vault, items: Iterable[dict[str, Any]], progress: Calla
             if progress:
                 progress(n)
         writer.finish()
-    return results
+    return [writer.final(r) for r in results]
 
 
 def read_jsonl(lines: Iterable[str]) -> Iterator[dict[str, Any]]:

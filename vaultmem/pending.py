@@ -1,0 +1,133 @@
+"""Notes a writer has created or changed but not written yet: each is written once, when it flushes.
+
+A batch merges into and supersedes notes it created minutes earlier. Writing each change as it
+comes would rewrite those files again and again, and replacing a file that already reached the
+disk is slow where the file system discards freed blocks at once (ext4 `discard`: ~3 ms a file
+here, against 0.2 ms for a new one). So new notes wait in memory with their index records, edits
+apply to the waiting text, and a flush writes every note once: new ones under a name nothing
+else has taken, changed ones only if nobody saved them since they were read (else the edits are
+made again over the person's text).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import VaultmemError, WriteConflict
+from .records import content_hash, index_terms
+
+if TYPE_CHECKING:
+    from .records import Record
+    from .vault import Vault
+
+Edit = Callable[[Any], str]  # note.Note -> its new text
+
+
+@dataclass
+class _Pending:
+    data: bytes                     # the text to write
+    sha: str | None                 # hash of the bytes read from disk; None for a new note
+    record: Record | None = None    # a new note's index record, while its text is the draft's
+    edits: list[Edit] = field(default_factory=list)  # since it was read: made again over a person's save
+    note: Any = None                # data parsed (note.Note), kept between edits
+
+
+class PendingNotes:
+    """The notes one writer has not written yet, by vault path, in the order first touched."""
+
+    def __init__(self, vault: Vault, durable: bool):
+        self.vault = vault
+        self.durable = durable
+        self._open: dict[str, _Pending] = {}
+        self.renamed: dict[str, str] = {}  # vault path reserved -> path written (the name was taken meanwhile)
+        self.written: dict[str, Record | bytes] = {}  # path written -> its index record, or its bytes to parse
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    def __contains__(self, rel: str) -> bool:
+        return rel in self._open
+
+    def create(self, rel: str, data: bytes, record: Record) -> None:
+        """A new note, to be written under `rel` (reserved by the caller) or the next free name."""
+        self._open[rel] = _Pending(data, None, record)
+
+    def edit(self, rel: str, edit: Edit) -> str:
+        """Change a note (waiting, or read from disk now); returns its new text."""
+        from .note import parse_note
+
+        pending = self._open.get(rel)
+        if pending is None:
+            data = (self.vault.root / rel).read_bytes()
+            pending = self._open[rel] = _Pending(data, content_hash(data))
+        new_text = edit(pending.note or parse_note(pending.data, rel))
+        pending.data, pending.note, pending.record = new_text.encode("utf-8"), None, None
+        pending.edits.append(edit)
+        return new_text
+
+    def flush(self) -> None:
+        """Write every waiting note once (see the module docstring)."""
+        for rel, pending in self._open.items():
+            if pending.sha is None:
+                self._write_new(rel, pending)
+            else:
+                self._write_changed(rel, pending)
+        self._open.clear()
+
+    def _write_new(self, rel: str, pending: _Pending) -> None:
+        under, _, name = rel.rpartition("/")
+        folder = self.vault.root / under
+        stem = name[:-3]
+        for attempt in range(10_000):
+            if attempt:  # someone created a file of this name since it was reserved: take the next free one
+                from .write import numbered_name
+
+                name = numbered_name(stem, attempt)
+                if (os.path.lexists(folder / name) or f"{under}/{name}" in self._open
+                        or f"{under}/{name}" in self.written):
+                    continue
+            try:
+                st = self.vault.create_note(folder, name, pending.data, durable=self.durable)
+            except WriteConflict:
+                continue
+            final = f"{under}/{name}"
+            record = pending.record
+            if record is None:
+                self.written[final] = pending.data
+            else:
+                record.mtime_ns, record.size = st.st_mtime_ns, st.st_size
+                if final != rel:
+                    record.path, record.title = final, name[:-3]
+                    record.terms = index_terms(record)  # the title is the file name: its words are terms
+                self.written[final] = record
+            if final != rel:
+                self.renamed[rel] = final
+            return
+        raise VaultmemError(f"no free file name for {stem!r} in {folder}")
+
+    def _write_changed(self, rel: str, pending: _Pending) -> None:
+        path: Path = self.vault.root / rel
+        try:
+            self.vault.write_text(path, pending.data, expected_sha=pending.sha, durable=self.durable)
+        except WriteConflict:  # saved by someone (Obsidian) since it was read: make the edits over their text
+            pending.data = self.vault.edit_note(path, _replay(pending.edits, rel), durable=self.durable).encode("utf-8")
+        self.written[rel] = pending.data
+
+
+def _replay(edits: list[Edit], rel: str) -> Edit:
+    def replay(note: Any) -> str:
+        from .note import parse_note
+
+        new_text = ""
+        for i, edit in enumerate(edits):
+            new_text = edit(note if i == 0 else parse_note(new_text, rel))
+        return new_text
+
+    return replay
+
+
+__all__ = ["PendingNotes"]
