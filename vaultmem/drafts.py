@@ -9,6 +9,7 @@ memories in worker processes while the writer decides, in order, what each one b
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import re
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -217,6 +218,7 @@ def _adopt(drafter: Drafter) -> None:
     """Worker start: keep the batch's drafter (rule tables, entities) for every chunk it drafts."""
     global _worker_drafter
     _worker_drafter = drafter
+    gc.disable()  # a worker lives for one batch: the cycle collector would only rescan its drafts
 
 
 def _draft_chunk(items: list[tuple[str, dict[str, Any]]]) -> list[Draft]:

@@ -9,6 +9,7 @@ duplicate) → conflict (a new value of an entity's attribute supersedes the old
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
@@ -16,8 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import text
+from .dedup import BatchKeys, restates, sketch_keys
 from .drafts import Draft, Drafter, parse_time, union
+from .episodes import EpisodeLine, append_episodes
 from .errors import VaultmemError
+from .note import update_fields
 from .pending import PendingNotes
 
 if TYPE_CHECKING:
@@ -143,8 +147,6 @@ class Writer:
         self._has_memories = vault.index.count("kind = 'memory'") > 0  # else nothing on disk to dedup against
         self._episodes: list[Any] = []
         self._audit: list[dict[str, Any]] = []
-        from .dedup import BatchKeys
-
         self._keys = BatchKeys()
 
     # -- checks that run before anything is written --------------------------------------------
@@ -254,8 +256,6 @@ class Writer:
         threshold = float(self.settings["near_duplicate"])
         if threshold >= 1:
             return None, ""
-        from .dedup import restates
-
         paths = self._keys.candidates(ns, draft.keys)
         if self._has_memories:
             paths += [p for p in self.vault.index.near_duplicate_paths(draft.keys) if p not in paths]
@@ -344,9 +344,6 @@ class Writer:
 
     def _merge(self, target: _Known, draft: Draft, reason: str) -> WriteResult:
         """Fold a restatement into the existing note: newer timestamp, raised score, tags, version."""
-        from .dedup import restates
-        from .note import update_fields
-
         plain = draft.plain
         merged: dict[str, Any] = {}
 
@@ -434,14 +431,10 @@ class Writer:
             for entity in draft.entities:
                 self._by_attr[(ns, entity, known.type)] = known
         if float(self.settings["near_duplicate"]) < 1:
-            from .dedup import sketch_keys
-
             self._keys.add(ns, draft.keys or sketch_keys(draft.plain), known.path)
 
     def _retire(self, old: _Known, new_title: str) -> None:
         """Mark the superseded note (kept, linked both ways) and forget it as a merge target."""
-        from .note import update_fields
-
         self._pending.edit(old.path, lambda note: update_fields(note, {
             "status": "superseded", "superseded_by": f"[[{new_title}]]",
             "version": _bump_version(note.meta.get("version"), self.vault.device)}))
@@ -451,8 +444,6 @@ class Writer:
         self._audit.append({"event": "supersede", "id": old.id, "path": old.path})
 
     def _log(self, draft: Draft, title: str, action: str, note_id: str) -> None:
-        from .episodes import EpisodeLine
-
         if self.settings["episodes"]:
             self._episodes.append(EpisodeLine(draft.meta["timestamp"], title, draft.meta["source"]))
         event = {"event": "remember", "action": action, "id": note_id, "title": title}
@@ -462,8 +453,6 @@ class Writer:
 
     def log_unchanged(self, result: WriteResult, when: dt.datetime, source: str) -> None:
         """A batch re-run still owes the episode line an interrupted run may not have written."""
-        from .episodes import EpisodeLine
-
         if self.settings["episodes"] and result.action == "unchanged":
             self._episodes.append(EpisodeLine(when, result.title, source))
 
@@ -473,8 +462,6 @@ class Writer:
         self._pending.flush()
         renamed = self._renamed_titles()
         if self._episodes:
-            from .episodes import EpisodeLine, append_episodes
-
             lines = [EpisodeLine(e.when, renamed.get(e.title, e.title), e.source) for e in self._episodes]
             for rel in append_episodes(self.vault, lines, durable=self.durable, index=False):
                 self._changed[rel] = None
@@ -523,6 +510,20 @@ def remember_many(vault: Vault, items: Iterable[dict[str, Any]], progress: Calla
     readers never wait, and two processes remembering the same thing write it once.
     """
     items = list(items)
+    collecting = gc.isenabled()
+    if collecting and len(items) > 1:
+        # a batch allocates millions of objects and keeps most of them to the end, which makes the
+        # cycle collector rescan them over and over (~20% of a batch's time): it runs again after
+        gc.disable()
+    try:
+        return _remember_many(vault, items, progress, explain)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _remember_many(vault: Vault, items: list[dict[str, Any]], progress: Callable[[int], None] | None,
+                   explain: bool) -> list[WriteResult]:
     with vault.index.writing():
         vault.refresh()  # notes of an interrupted earlier run must count as already written
         writer = Writer(vault, durable=len(items) <= 1, explain=explain)
