@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import text
 from .errors import VaultmemError
-from .records import Record
+from .records import Record, encode_terms
 from .vault import new_ulid, safe_filename
 
 if TYPE_CHECKING:
@@ -92,11 +92,9 @@ class Draft:
 
     def __reduce__(self) -> tuple:
         # drafts cross from worker processes by the hundred thousand: plain tuples unpickle ~3x faster
-        # than dataclasses, and a dict of terms faster than a Counter
+        # than dataclasses (and the record's terms are one string, see render)
         rec = self.record
-        state = None if rec is None else tuple(dict(v) if f == "terms" else v
-                                                for f, v in zip(_RECORD_FIELDS, map(rec.__getattribute__,
-                                                                                      _RECORD_FIELDS)))
+        state = None if rec is None else tuple(map(rec.__getattribute__, _RECORD_FIELDS))
         return _rebuild, (self.body, self.meta, self.title, self.folder, self.entities, self.redacted, self.explain,
                           self.plain, self.fp, self.keys, self.stem, self.data, state)
 
@@ -182,6 +180,8 @@ class Drafter:
         draft.data = content.encode("utf-8")
         draft.record = build_record(draft.data, f"{draft.folder}/{draft.stem}.md", "memory", draft.folder,
                                     (0, len(draft.data)), self.defaults, draft.keys or None, note)
+        # one string instead of ~60 dict entries: a batch holds 100,000 of these until the index takes them
+        draft.record.terms = encode_terms(draft.record.terms)
 
     def clean(self, value: str, redacted: list[str]) -> str:
         """The value with its secrets removed; their kinds are added to `redacted`."""

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import text
 from .events import log_files, read_new_lines
-from .records import Record, build_records, index_terms
+from .records import Record, build_records, encode_terms, index_terms
 
 if TYPE_CHECKING:  # numpy and the snapshot load only when postings are built or read: a write does neither
     from .snapshot import PostingsBuilder, Snapshot
@@ -363,7 +363,7 @@ class Index:
             if to_delta:  # else the generation about to be written holds their sketch keys
                 conn.executemany(_INSERT_KEY, _dup_keys(records))
                 conn.executemany("INSERT INTO delta VALUES (?, ?)",
-                                 [(doc, _encode_terms(rec.terms)) for doc, rec in zip(docs, records)])
+                                 [(doc, encode_terms(rec.terms)) for doc, rec in zip(docs, records)])
             self._set_meta(conn, next_doc=next_doc + len(records), version=int(self._meta(conn, "version", "0")) + 1)
             if not to_delta:
                 self._set_meta(conn, needs_compaction=1)
@@ -423,7 +423,7 @@ class Index:
             terms = fresh.get(row[1])
             if terms is None:
                 cached = delta_terms.get(row[0])
-                terms = _decode_terms(cached) if cached is not None else index_terms(stored[row[0]])
+                terms = cached if cached is not None else index_terms(stored[row[0]])
             postings.add(terms)
             if progress and i % 4096 == 0:
                 progress(len(carried) + i, len(rows))
@@ -720,18 +720,3 @@ def _open_sketches(folder: Path) -> tuple[Any, Any]:
             views.append(memoryview(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)).cast(code)
                          if size else ())
     return views[0], views[1]
-
-
-def _encode_terms(terms) -> str:
-    return "\n".join(f"{term}\t{tf}" for term, tf in terms.items())
-
-
-def _decode_terms(blob: str):
-    from collections import Counter
-
-    out: Counter = Counter()
-    for line in blob.split("\n"):
-        if line:
-            term, _, tf = line.rpartition("\t")
-            out[term] = int(tf)
-    return out

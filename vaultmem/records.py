@@ -186,3 +186,19 @@ def index_terms(rec: Record) -> Counter:
     if rec.body.rstrip().endswith(("?", "？")):
         terms[QUESTION_TERM] = 1
     return terms
+
+
+def encode_terms(terms: Counter | str) -> str:
+    """Term counts as one string, `term<TAB>count` a line (terms hold no tab or line break): what the
+    delta table stores, and what a batch keeps in memory per note until the index takes it."""
+    return terms if isinstance(terms, str) else "\n".join(f"{term}\t{tf}" for term, tf in terms.items())
+
+
+def decode_terms(blob: str) -> Counter:
+    """The term counts of encode_terms."""
+    out: Counter = Counter()
+    for line in blob.split("\n"):
+        if line:
+            term, _, tf = line.rpartition("\t")
+            out[term] = int(tf)
+    return out

@@ -49,12 +49,19 @@ class PostingsBuilder:
         self._carried = (term_of[alive], new_doc[alive].astype(np.uint32), gen.post_tf[alive].astype(np.uint32))
         self.n_docs = len(keep)
 
-    def add(self, terms: Counter) -> None:
-        """Append the next document's terms."""
+    def add(self, terms: Counter | str) -> None:
+        """Append the next document's terms (counts, or records.encode_terms of them)."""
         ids = self.ids
-        self.term_ids.extend([ids.setdefault(t, len(ids)) for t in terms])
-        self.docs.extend([self.n_docs] * len(terms))
-        self.tfs.extend(terms.values())
+        if isinstance(terms, str):
+            pairs = [line.rpartition("\t") for line in terms.split("\n") if line]
+            self.term_ids.extend([ids.setdefault(term, len(ids)) for term, _, _ in pairs])
+            self.tfs.extend([int(tf) for _, _, tf in pairs])
+            count = len(pairs)
+        else:
+            self.term_ids.extend([ids.setdefault(t, len(ids)) for t in terms])
+            self.tfs.extend(terms.values())
+            count = len(terms)
+        self.docs.extend([self.n_docs] * count)
         self.n_docs += 1
 
     def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
