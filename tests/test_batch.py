@@ -130,3 +130,20 @@ def test_a_note_saved_by_a_person_while_a_batch_merges_into_it_keeps_both(vault,
     body = parse_note((vault.root / first.path).read_bytes()).body
     assert "Call Acme's CFO first." in body and "renewal due in March" in body
     assert "renewal due in March" in vault.index.select_notes("path = ?", (first.path,))[0]["body"]
+
+
+def test_a_retitled_record_has_the_terms_a_fresh_parse_gives(vault):
+    from vaultmem.records import build_record, decode_terms, index_terms, retitle
+
+    data = "---\nid: X1\ntags: [ops]\n---\n生产集群 CPU>90% 持续5分钟 [[Li Wei]] #oncall\n".encode()
+    rec = build_record(data, "memories/生产集群 CPU 告警.md", "memory", "memories", (0, len(data)), {})
+    retitle(rec, "生产集群 CPU 告警 12")
+    assert decode_terms(rec.terms) == index_terms(rec) and rec.title == "生产集群 CPU 告警 12"
+    assert "12" in decode_terms(rec.terms)
+
+
+def test_repeated_titles_in_a_batch_take_the_next_numbers(vault):
+    results = vault.remember_many([{"text": f"Daily standup notes\n\nitem {i}: owner {chr(65 + i)}"} for i in range(4)])
+    assert [r.title for r in results] == ["Daily standup notes", "Daily standup notes 2", "Daily standup notes 3",
+                                          "Daily standup notes 4"]
+    assert {h.title for h in vault.recall("standup notes", limit=10)} == {r.title for r in results}

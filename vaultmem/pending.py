@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import VaultmemError, WriteConflict
-from .records import content_hash, index_terms
+from .records import content_hash, retitle
 
 if TYPE_CHECKING:
     from .records import Record
@@ -101,8 +101,8 @@ class PendingNotes:
             else:
                 record.mtime_ns, record.size = st.st_mtime_ns, st.st_size
                 if final != rel:
-                    record.path, record.title = final, name[:-3]
-                    record.terms = index_terms(record)  # the title is the file name: its words are terms
+                    record.path = final
+                    retitle(record, name[:-3])  # the title is the file name: its words are terms
                 self.written[final] = record
             if final != rel:
                 self.renamed[rel] = final

@@ -202,3 +202,13 @@ def decode_terms(blob: str) -> Counter:
             term, _, tf = line.rpartition("\t")
             out[term] = int(tf)
     return out
+
+
+def retitle(rec: Record, title: str) -> None:
+    """Give a record another title (its note took another file name): the old title's terms out,
+    the new one's in, without tokenising the body again."""
+    terms = decode_terms(rec.terms) if isinstance(rec.terms, str) else Counter(rec.terms)
+    terms.subtract(text.terms(rec.title))
+    terms.update(text.terms(title))
+    rec.title = title
+    rec.terms = encode_terms(+terms)  # unary plus drops the counts that fell to zero

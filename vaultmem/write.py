@@ -23,6 +23,7 @@ from .episodes import EpisodeLine, append_episodes
 from .errors import VaultmemError
 from .note import update_fields
 from .pending import PendingNotes
+from .records import retitle
 
 if TYPE_CHECKING:
     from .vault import Vault
@@ -144,6 +145,7 @@ class Writer:
         self._known: dict[str, _Known] = {}
         self._changed: dict[str, None] = {}  # vault paths written, in order
         self._pending = PendingNotes(vault, durable)
+        self._tried: dict[tuple[str, str], int] = {}  # (folder, stem) -> the first numbered name still worth trying
         self._has_memories = vault.index.count("kind = 'memory'") > 0  # else nothing on disk to dedup against
         self._episodes: list[Any] = []
         self._audit: list[dict[str, Any]] = []
@@ -400,19 +402,18 @@ class Writer:
             taken = self._taken[draft.folder] = {n.casefold() for n in os.listdir(folder)} if not self.durable else set()
         under = self.vault.relpath(folder) + "/"
         where = f"{folder}{os.sep}"
-        for attempt in range(10_000):
+        tried = (draft.folder, draft.stem.casefold())  # a batch repeats titles: start after the last one taken
+        for attempt in range(self._tried.get(tried, 0), 10_000):
             name = numbered_name(draft.stem, attempt)
             if (name.casefold() in taken or os.path.lexists(where + name)
                     or (self.durable and self.vault.index.path_taken(under + name))):
                 continue
             taken.add(name.casefold())
+            self._tried[tried] = attempt + 1
             rec = draft.record
             rec.path = under + name
             if attempt:  # the title is the file name: its words are index terms
-                from .records import index_terms
-
-                rec.title = name[:-3]
-                rec.terms = index_terms(rec)
+                retitle(rec, name[:-3])
             self._pending.create(rec.path, draft.data, rec)
             self._changed[rec.path] = None
             if len(self._pending) >= PENDING_MAX:
