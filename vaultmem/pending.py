@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from .vault import Vault
 
 Edit = Callable[[Any], str]  # note.Note -> its new text
+WRITER_MIN = 512  # new notes from which a flush writes with several threads
+WRITER_THREADS = 4
 
 
 @dataclass
@@ -71,43 +73,64 @@ class PendingNotes:
 
     def flush(self) -> None:
         """Write every waiting note once (see the module docstring)."""
+        created = [(rel, pending) for rel, pending in self._open.items() if pending.sha is None]
+        for (rel, pending), st in zip(created, self._create_all(created)):
+            self._write_new(rel, pending, st)
         for rel, pending in self._open.items():
-            if pending.sha is None:
-                self._write_new(rel, pending)
-            else:
+            if pending.sha is not None:
                 self._write_changed(rel, pending)
         self._open.clear()
 
-    def _write_new(self, rel: str, pending: _Pending) -> None:
+    def _create_all(self, created: list[tuple[str, _Pending]]) -> list[os.stat_result | None]:
+        """Create the new notes under their reserved names, several threads at once for a batch (the
+        time goes to system calls, which run outside the interpreter lock); None where a name is taken."""
+        if self.durable or len(created) < WRITER_MIN:
+            return [self._try_create(rel, pending) for rel, pending in created]
+        from concurrent.futures import ThreadPoolExecutor
+
+        share = -(-len(created) // WRITER_THREADS)
+        parts = [created[i:i + share] for i in range(0, len(created), share)]
+        with ThreadPoolExecutor(WRITER_THREADS) as pool:
+            done = pool.map(lambda part: [self._try_create(rel, pending) for rel, pending in part], parts)
+            return [st for part in done for st in part]
+
+    def _try_create(self, rel: str, pending: _Pending) -> os.stat_result | None:
+        under, _, name = rel.rpartition("/")
+        try:
+            return self.vault.create_note(self.vault.root / under, name, pending.data, durable=self.durable)
+        except WriteConflict:
+            return None
+
+    def _write_new(self, rel: str, pending: _Pending, st: os.stat_result | None) -> None:
+        """Record a new note written under its reserved name (st), or write it under the next free
+        one: someone created a file of that name after it was reserved (st None)."""
+        from .write import numbered_name
+
         under, _, name = rel.rpartition("/")
         folder = self.vault.root / under
         stem = name[:-3]
-        for attempt in range(10_000):
-            if attempt:  # someone created a file of this name since it was reserved: take the next free one
-                from .write import numbered_name
-
-                name = numbered_name(stem, attempt)
-                if (os.path.lexists(folder / name) or f"{under}/{name}" in self._open
-                        or f"{under}/{name}" in self.written):
-                    continue
+        for attempt in range(1, 10_000):
+            if st is not None:
+                break
+            name = numbered_name(stem, attempt)
+            if os.path.lexists(folder / name) or f"{under}/{name}" in self._open or f"{under}/{name}" in self.written:
+                continue
             try:
                 st = self.vault.create_note(folder, name, pending.data, durable=self.durable)
             except WriteConflict:
                 continue
-            final = f"{under}/{name}"
-            record = pending.record
-            if record is None:
-                self.written[final] = pending.data
-            else:
-                record.mtime_ns, record.size = st.st_mtime_ns, st.st_size
-                if final != rel:
-                    record.path = final
-                    retitle(record, name[:-3])  # the title is the file name: its words are terms
-                self.written[final] = record
+        if st is None:
+            raise VaultmemError(f"no free file name for {stem!r} in {folder}")
+        final = f"{under}/{name}"
+        record = pending.record
+        if record is not None:
+            record.mtime_ns, record.size = st.st_mtime_ns, st.st_size
             if final != rel:
-                self.renamed[rel] = final
-            return
-        raise VaultmemError(f"no free file name for {stem!r} in {folder}")
+                record.path = final
+                retitle(record, name[:-3])  # the title is the file name: its words are terms
+        self.written[final] = record if record is not None else pending.data
+        if final != rel:
+            self.renamed[rel] = final
 
     def _write_changed(self, rel: str, pending: _Pending) -> None:
         path: Path = self.vault.root / rel
