@@ -153,3 +153,20 @@ def test_repeated_titles_in_a_batch_take_the_next_numbers(vault):
     assert [r.title for r in results] == ["Daily standup notes", "Daily standup notes 2", "Daily standup notes 3",
                                           "Daily standup notes 4"]
     assert {h.title for h in vault.recall("standup notes", limit=10)} == {r.title for r in results}
+
+
+def test_a_first_import_rebuilds_the_lookups_it_dropped(vault, monkeypatch):
+    from vaultmem import index
+
+    def lookups():
+        rows = vault.index._conn().execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")
+        return sorted(rows)
+
+    before = lookups()
+    monkeypatch.setattr(index, "BULK_ROWS", 2)
+    results = vault.remember_many([{"text": f"Invoice INV-2026-{100 + i} paid by Acme"} for i in range(6)])
+    assert lookups() == before
+    assert vault.resolve(results[4].id)["path"] == results[4].path
+    plan = " ".join(str(r) for r in vault.index._conn().execute(
+        "EXPLAIN QUERY PLAN SELECT path FROM notes WHERE id = ?", (results[4].id,)))
+    assert "notes_id" in plan
