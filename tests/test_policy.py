@@ -45,6 +45,13 @@ SECRETS = [
     ("github_pat_11ABCDEFG0abcdefghijklmnop_qrstuv", "github_pat_11ABCDEFG0abcdefghijklmnop_qrstuv", "api_key", "***"),
     ("aws id AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE", "api_key", "aws id ***"),
     ("slack xoxb-1234567890-abcdefghij", "xoxb-1234567890-abcdefghij", "api_key", "slack ***"),
+    # words the pre-check finds by a part of them ("za", "k_", "ken:") or by a search of their own (asia, id:)
+    ("aws ASIAIOSFODNN7EXAMPLE", "ASIAIOSFODNN7EXAMPLE", "api_key", "aws ***"),
+    ("maps AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW ok", "AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW", "api_key",
+     "maps *** ok"),
+    ("rk_live_abcdefghijklmnop1234", "rk_live_abcdefghijklmnop1234", "api_key", "***"),
+    ("access_key_id = abcd1234xyz", "abcd1234xyz", "api_key", "access_key_id = ***"),
+    ("auth_token: Zx9kLm2Pq7Rt", "Zx9kLm2Pq7Rt", "api_key", "auth_token: ***"),
     ("api_key=abcd1234efgh", "abcd1234efgh", "api_key", "api_key=***"),
     ("token: 9f8e7d6c5b4a", "9f8e7d6c5b4a", "api_key", "token: ***"),
     ("client_secret: 'Zm9vYmFyYmF6cXV4'", "Zm9vYmFyYmF6cXV4", "api_key", "client_secret: '***'"),
@@ -223,6 +230,7 @@ def test_a_bad_user_regex_names_the_rule_not_the_pattern():
     ({"patterns": [{"regex": "x"}]}, "needs a name and a regex"),
     ({"patterns": [{"name": "x", "regex": "x", "action": "shred"}]}, "rule 'x': action must be redact or hash"),
     ({"patterns": [{"name": "x", "regex": "x", "flags": "i"}]}, "rule 'x': unknown setting 'flags'"),
+    ({"patterns": [{"name": "q", "regex": "q*"}]}, "rule 'q': the regex matches empty text"),
     ({"blocked_tags": "password"}, "policy.blocked_tags must be a list of strings"),
 ])
 def test_bad_settings_raise_config_error(settings, message):
@@ -235,6 +243,13 @@ def test_blocked_tags_are_refused_whatever_their_case_width_or_hash(policy, tag)
     with pytest.raises(PolicyViolation, match=r"^tag '(password|token|secret)' is blocked by the write policy "
                                               r"\(policy\.blocked_tags in \.vaultmem/config\.yaml\)"):
         policy.check_tags(["client", tag])
+
+
+def test_a_blocked_tag_is_refused_again_and_an_ordinary_one_passes_again(policy):
+    for _ in range(2):  # the answer per tag is cached
+        policy.check_tags(["client"])
+        with pytest.raises(PolicyViolation, match="'secret'"):
+            policy.check_tags(["client", "#Secret"])
 
 
 def test_ordinary_tags_pass(policy):
@@ -267,3 +282,13 @@ def test_the_sample_vault_config_builds_the_default_policy():
     config = load_config(SAMPLE / ".vaultmem" / "config.yaml")
     assert config["policy"] == defaults()["policy"]
     assert Policy.from_config(config).clean("password: hunter2") == ("password: ***", [Finding("password", "redact")])
+
+
+def test_a_policy_crosses_into_a_worker_process_intact():
+    import pickle
+
+    p = pickle.loads(pickle.dumps(policy_with(patterns=[{"name": "employee_id", "regex": r"EMP\d{6}"}])))
+    assert p.trust("user") == "user" and p.trust("web") == "external"
+    assert p.clean("badge EMP123456, password: hunter2hunter2")[0] == "badge ***, password: ***"
+    with pytest.raises(PolicyViolation):
+        p.check_tags(["ops", "secret"])
