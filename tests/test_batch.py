@@ -170,3 +170,22 @@ def test_a_first_import_rebuilds_the_lookups_it_dropped(vault, monkeypatch):
     plan = " ".join(str(r) for r in vault.index._conn().execute(
         "EXPLAIN QUERY PLAN SELECT path FROM notes WHERE id = ?", (results[4].id,)))
     assert "notes_id" in plan
+
+
+def test_a_multi_threaded_host_drafts_through_a_fork_server(tmp_path, monkeypatch):
+    import threading
+
+    monkeypatch.setattr(drafts, "PARALLEL_MIN", 1)
+    monkeypatch.setattr("vaultmem.workers.worker_count", lambda: 2)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)  # an agent's other thread: forking now would be unsafe
+    other.start()
+    try:
+        vault = Vault.init(tmp_path / "hosted")
+        vault.add_entity("Li Wei0")
+        results = vault.remember_many(_items(20))
+    finally:
+        stop.set()
+        other.join()
+    assert {r.action for r in results} >= {"created", "merged"}
+    assert "[[Li Wei0]]" in parse_note((vault.root / results[0].path).read_bytes()).body
