@@ -2,8 +2,6 @@
 
 import os
 
-import pytest
-
 from vaultmem import Vault, drafts
 from vaultmem.note import parse_note
 
@@ -93,12 +91,8 @@ def test_a_name_taken_on_disk_during_a_batch_gets_the_next_free_name(vault, monk
     assert vault.recall("deploy window")
 
 
-@pytest.mark.parametrize("writer_min", [1, 10_000], ids=["threaded flush", "one thread"])
-def test_a_name_taken_after_it_was_reserved_is_written_under_the_next_one(vault, monkeypatch, writer_min):
-    from vaultmem import pending
+def test_a_name_taken_after_it_was_reserved_is_written_under_the_next_one(vault, monkeypatch):
     from vaultmem.pending import PendingNotes
-
-    monkeypatch.setattr(pending, "WRITER_MIN", writer_min)
 
     flush = PendingNotes.flush
 

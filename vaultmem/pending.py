@@ -25,8 +25,6 @@ if TYPE_CHECKING:
     from .vault import Vault
 
 Edit = Callable[[Any], str]  # note.Note -> its new text
-WRITER_MIN = 512  # new notes from which a flush writes with several threads
-WRITER_THREADS = 4
 
 
 @dataclass
@@ -82,17 +80,9 @@ class PendingNotes:
         self._open.clear()
 
     def _create_all(self, created: list[tuple[str, _Pending]]) -> list[os.stat_result | None]:
-        """Create the new notes under their reserved names, several threads at once for a batch (the
-        time goes to system calls, which run outside the interpreter lock); None where a name is taken."""
-        if self.durable or len(created) < WRITER_MIN:
-            return [self._try_create(rel, pending) for rel, pending in created]
-        from concurrent.futures import ThreadPoolExecutor
-
-        share = -(-len(created) // WRITER_THREADS)
-        parts = [created[i:i + share] for i in range(0, len(created), share)]
-        with ThreadPoolExecutor(WRITER_THREADS) as pool:
-            done = pool.map(lambda part: [self._try_create(rel, pending) for rel, pending in part], parts)
-            return [st for part in done for st in part]
+        """Create the new notes under their reserved names; None where a name is taken. (One thread:
+        creating files in one folder takes the folder's lock in the kernel, so threads gain nothing.)"""
+        return [self._try_create(rel, pending) for rel, pending in created]
 
     def _try_create(self, rel: str, pending: _Pending) -> os.stat_result | None:
         under, _, name = rel.rpartition("/")
