@@ -10,6 +10,9 @@ repeats, ~2% reworded repeats (case, punctuation, spacing) and ~1% memories carr
 a database URL with its password). Each repeat group carries a marker word of its own.
 
 Figures (JSON keys): `batch_s` (wall time of the whole `vaultmem remember --batch FILE` process),
+`batch_cpu_s` (its CPU seconds, worker processes included), `io_floor_s` (the same notes written
+again with the same atomic create and one sync, nothing else: the disk's share, measured in the
+same run) and `batch_over_io_floor`,
 `single_remember_s` (median wall of 3 `vaultmem remember TEXT` processes in the vault the batch
 filled), `single_remember_empty_s` (the same in an empty vault), `secrets_on_disk` (planted secrets
 found anywhere under the vault, `.vaultmem/` included, as bytes), `duplicates_left` (repeat groups
@@ -182,6 +185,28 @@ def _duplicates_left(vault: Path, markers: list[str]) -> int:
     return sum(1 for c in seen.values() if c > 1)
 
 
+def _children_cpu() -> float:
+    """User + system seconds of the finished child processes (the batch and its workers)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _io_floor(vault: Path, folder: Path) -> float:
+    """Seconds to write the batch's memory notes again, byte for byte, with the same atomic create
+    (temp file + no-replace rename) and one sync, and nothing else: what the disk alone costs."""
+    from vaultmem.files import atomic_write
+
+    notes = [p.read_bytes() for sub in ("memories", "inbox") for p in sorted((vault / sub).glob("*.md"))]
+    folder.mkdir()
+    start = time.perf_counter()
+    for i, data in enumerate(notes):
+        atomic_write(folder / f"note {i}.md", data, durable=False, exclusive=True)
+    __import__("os").sync()
+    return time.perf_counter() - start
+
+
 def run(n: int, seed: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="vaultmem-write-") as tmp:
         work = Path(tmp)
@@ -191,13 +216,17 @@ def run(n: int, seed: int) -> dict:
         vault, empty = work / "vault", work / "empty"
         _run([*_cli(), "init", str(vault)])
         _run([*_cli(), "init", str(empty)])
+        cpu_before = _children_cpu()
         batch_s, out = _run([*_cli(), "remember", "--batch", str(batch), "--vault", str(vault), "--json"])
+        batch_cpu_s = _children_cpu() - cpu_before
         summary = json.loads(out)
         on_disk = sum(1 for folder in ("memories", "inbox") for _ in (vault / folder).glob("*.md"))
+        io_floor_s = _io_floor(vault, work / "floor")
         figures = {"secrets_on_disk": _secrets_on_disk(vault, secrets), "duplicates_left": _duplicates_left(vault, markers)}
         single = _single_walls(vault, "after batch")
         single_empty = _single_walls(empty, "empty vault")
-        return {"notes": n, "batch_s": round(batch_s, 3),
+        return {"notes": n, "batch_s": round(batch_s, 3), "batch_cpu_s": round(batch_cpu_s, 1),
+                "io_floor_s": round(io_floor_s, 3), "batch_over_io_floor": round(batch_s / io_floor_s, 1),
                 "single_remember_s": round(statistics.median(single), 3),
                 "single_remember_empty_s": round(statistics.median(single_empty), 3),
                 **figures, "secrets_planted": len(set(secrets)), "duplicate_groups": len(markers),
