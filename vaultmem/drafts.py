@@ -84,6 +84,12 @@ class Draft:
     stem: str = ""                # the file name it wants (without `.md`)
     data: bytes = b""             # the note as it will be written
     record: Record | None = None  # its index record, path and stat filled in once it is written
+    supersedes: str = ""          # title of the note it replaces
+
+    def fields(self) -> tuple[dict[str, Any], str]:
+        """The properties (in the order written, empty ones left out) and body of the note."""
+        meta = dict(self.meta, supersedes=f"[[{self.supersedes}]]" if self.supersedes else "")
+        return {k: meta[k] for k in KEY_ORDER if meta.get(k) not in ("", None)}, self.body.rstrip("\n") + "\n"
 
     def decided(self, decision: str) -> None:
         """Say what became of the draft (shown by --explain)."""
@@ -96,7 +102,7 @@ class Draft:
         rec = self.record
         state = None if rec is None else tuple(map(rec.__getattribute__, _RECORD_FIELDS))
         return _rebuild, (self.body, self.meta, self.title, self.folder, self.entities, self.redacted, self.explain,
-                          self.plain, self.fp, self.keys, self.stem, self.data, state)
+                          self.plain, self.fp, self.keys, self.stem, self.data, None, self.supersedes, state)
 
 
 def _rebuild(*values: Any) -> Draft:
@@ -172,9 +178,8 @@ class Drafter:
         from .note import Note, render_new
         from .records import build_record
 
-        meta = dict(draft.meta, supersedes=f"[[{supersedes}]]" if supersedes else "")
-        meta = {k: meta[k] for k in KEY_ORDER if meta.get(k) not in ("", None)}
-        body = draft.body.rstrip("\n") + "\n"
+        draft.supersedes = supersedes
+        meta, body = draft.fields()
         content = render_new(meta, body)
         note = Note(None, content, meta, body, "\n", True, len(content) - len(body))
         draft.data = content.encode("utf-8")

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from .records import Record
     from .vault import Vault
 
-Edit = Callable[[Any], str]  # note.Note -> its new text
+# (properties, body) -> (property changes, a paragraph to append or None)
+Edit = Callable[[dict[str, Any], str], tuple[dict[str, Any], str | None]]
 
 
 @dataclass
@@ -33,7 +34,8 @@ class _Pending:
     sha: str | None                 # hash of the bytes read from disk; None for a new note
     record: Record | None = None    # a new note's index record, while its text is the draft's
     edits: list[Edit] = field(default_factory=list)  # since it was read: made again over a person's save
-    note: Any = None                # data parsed (note.Note), kept between edits
+    source: Callable[[], tuple[dict[str, Any], str]] | None = None  # a new note's properties and body
+    fields: tuple[dict[str, Any], str] | None = None  # a new note's properties and body, once edited
 
 
 class PendingNotes:
@@ -52,22 +54,40 @@ class PendingNotes:
     def __contains__(self, rel: str) -> bool:
         return rel in self._open
 
-    def create(self, rel: str, data: bytes, record: Record) -> None:
-        """A new note, to be written under `rel` (reserved by the caller) or the next free name."""
-        self._open[rel] = _Pending(data, None, record)
+    def create(self, rel: str, data: bytes, record: Record, source: Callable[[], tuple[dict, str]]) -> None:
+        """A new note, to be written under `rel` (reserved by the caller) or the next free name;
+        source() gives the properties and body it was rendered from."""
+        self._open[rel] = _Pending(data, None, record, source=source)
 
-    def edit(self, rel: str, edit: Edit) -> str:
-        """Change a note (waiting, or read from disk now); returns its new text."""
-        from .note import parse_note
+    def edit(self, rel: str, edit: Edit) -> tuple[dict[str, Any], str]:
+        """Change a note (waiting, or read from disk now); returns its new properties and body.
+
+        A note this writer created is changed on its properties and rendered again (nobody else has
+        seen its text); a note from disk is changed line by line (note.update_fields), keeping
+        whatever a person wrote.
+        """
+        from .note import parse_note, render_new
 
         pending = self._open.get(rel)
         if pending is None:
             data = (self.vault.root / rel).read_bytes()
             pending = self._open[rel] = _Pending(data, content_hash(data))
-        new_text = edit(pending.note or parse_note(pending.data, rel))
-        pending.data, pending.note, pending.record = new_text.encode("utf-8"), None, None
+        pending.record = None
         pending.edits.append(edit)
-        return new_text
+        if pending.source is not None:
+            meta, body = pending.fields or pending.source()
+            changes, appended = edit(meta, body)
+            meta = {**meta, **changes}  # a changed property keeps its place, a new one goes last
+            if appended is not None:
+                body = _appended(body, appended)
+            pending.fields = (meta, body)
+            pending.data = render_new(meta, body).encode("utf-8")
+            return meta, body
+        note = parse_note(pending.data, rel)
+        new_text = _apply(note, edit)
+        pending.data = new_text.encode("utf-8")
+        after = parse_note(new_text, rel)
+        return after.meta, after.body
 
     def flush(self) -> None:
         """Write every waiting note once (see the module docstring)."""
@@ -131,13 +151,27 @@ class PendingNotes:
         self.written[rel] = pending.data
 
 
-def _replay(edits: list[Edit], rel: str) -> Edit:
+def _appended(text: str, paragraph: str) -> str:
+    return text.rstrip("\n") + "\n\n" + paragraph + "\n"
+
+
+def _apply(note: Any, edit: Edit) -> str:
+    """The note's new text after one edit, changed line by line."""
+    from .note import update_fields
+
+    changes, appended = edit(note.meta, note.body)
+    new_text = update_fields(note, changes)
+    return new_text if appended is None else _appended(new_text, appended)
+
+
+def _replay(edits: list[Edit], rel: str) -> Callable[[Any], str]:
+    """All the edits again, over a text someone saved meanwhile (for Vault.edit_note)."""
     def replay(note: Any) -> str:
         from .note import parse_note
 
         new_text = ""
         for i, edit in enumerate(edits):
-            new_text = edit(note if i == 0 else parse_note(new_text, rel))
+            new_text = _apply(note if i == 0 else parse_note(new_text, rel), edit)
         return new_text
 
     return replay

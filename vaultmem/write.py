@@ -21,7 +21,6 @@ from .dedup import BatchKeys, restates, sketch_keys
 from .drafts import Draft, Drafter, parse_time, union
 from .episodes import EpisodeLine, append_episodes
 from .errors import VaultmemError
-from .note import update_fields
 from .pending import PendingNotes
 from .records import retitle
 
@@ -347,28 +346,24 @@ class Writer:
     def _merge(self, target: _Known, draft: Draft, reason: str) -> WriteResult:
         """Fold a restatement into the existing note: newer timestamp, raised score, tags, version."""
         plain = draft.plain
-        merged: dict[str, Any] = {}
 
-        def edit(note: Any) -> str:
-            score = min(10.0, max(float(note.meta.get("score") or 0), draft.meta["score"]) +
+        def edit(meta: dict[str, Any], body: str) -> tuple[dict[str, Any], str | None]:
+            score = min(10.0, max(float(meta.get("score") or 0), draft.meta["score"]) +
                         float(self.settings["merge_bonus"]))
-            when = note.meta.get("timestamp")
-            changes = {"score": round(score, 2), "tags": union(note.meta.get("tags") or [], draft.meta["tags"]),
-                       "version": _bump_version(note.meta.get("version"), self.vault.device)}
+            when = meta.get("timestamp")
+            changes = {"score": round(score, 2), "tags": union(meta.get("tags") or [], draft.meta["tags"]),
+                       "version": _bump_version(meta.get("version"), self.vault.device)}
             if not isinstance(when, dt.datetime) or when < draft.meta["timestamp"]:
                 changes["timestamp"] = draft.meta["timestamp"]
-            new_text, body = update_fields(note, changes), note.body
             # the same (type, value) with something new to say: keep the statement, below the old
-            old_plain = text.plain_text(note.body)
+            old_plain = text.plain_text(body)
             if (reason.startswith("same") and plain not in old_plain
                     and restates(plain, old_plain) < float(self.settings["near_duplicate"])):
-                new_text = new_text.rstrip("\n") + "\n\n" + draft.body + "\n"
-                body = body.rstrip("\n") + "\n\n" + draft.body + "\n"
-            merged.update(score=score, body=body)
-            return new_text
+                return changes, draft.body
+            return changes, None
 
-        self._pending.edit(target.path, edit)
-        score, body = merged["score"], merged["body"]
+        meta, body = self._pending.edit(target.path, edit)
+        score = float(meta.get("score") or 0)
         self._changed[target.path] = None
         self._bodies[target.path] = body
         draft.decided(f"merged into {target.path}: {reason}")
@@ -414,7 +409,7 @@ class Writer:
             rec.path = under + name
             if attempt:  # the title is the file name: its words are index terms
                 retitle(rec, name[:-3])
-            self._pending.create(rec.path, draft.data, rec)
+            self._pending.create(rec.path, draft.data, rec, draft.fields)
             self._changed[rec.path] = None
             if len(self._pending) >= PENDING_MAX:
                 self._pending.flush()
@@ -436,9 +431,9 @@ class Writer:
 
     def _retire(self, old: _Known, new_title: str) -> None:
         """Mark the superseded note (kept, linked both ways) and forget it as a merge target."""
-        self._pending.edit(old.path, lambda note: update_fields(note, {
+        self._pending.edit(old.path, lambda meta, body: ({
             "status": "superseded", "superseded_by": f"[[{new_title}]]",
-            "version": _bump_version(note.meta.get("version"), self.vault.device)}))
+            "version": _bump_version(meta.get("version"), self.vault.device)}, None))
         self._changed[old.path] = None
         self._known[old.path] = _Known(old.path, old.id, old.title, old.type, old.value, old.namespace, "superseded",
                                        old.score)
