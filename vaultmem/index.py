@@ -603,6 +603,10 @@ class Index:
         """How many notes match a SQL condition."""
         return self._conn().execute(f"SELECT count(*) FROM notes WHERE {where}", params).fetchone()[0]
 
+    def exists(self, where: str = "1", params: tuple = ()) -> bool:
+        """Whether any note matches a SQL condition (stops at the first: a count reads them all)."""
+        return self._conn().execute(f"SELECT 1 FROM notes WHERE {where} LIMIT 1", params).fetchone() is not None
+
     def info(self) -> dict[str, Any]:
         """Generation, delta size and files of the sidecar (for stats and doctor)."""
         conn = self._conn()

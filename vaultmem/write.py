@@ -145,7 +145,7 @@ class Writer:
         self._changed: dict[str, None] = {}  # vault paths written, in order
         self._pending = PendingNotes(vault, durable)
         self._tried: dict[tuple[str, str], int] = {}  # (folder, stem) -> the first numbered name still worth trying
-        self._has_memories = vault.index.count("kind = 'memory'") > 0  # else nothing on disk to dedup against
+        self._has_memories = vault.index.exists("kind = 'memory'")  # else nothing on disk to dedup against
         self._episodes: list[Any] = []
         self._audit: list[dict[str, Any]] = []
         self._keys = BatchKeys()
