@@ -2,12 +2,14 @@
 
 import copy
 import datetime as dt
+import pickle
+import random
 
 import pytest
 
 from vaultmem.config import defaults, load_config
 from vaultmem.errors import ConfigError
-from vaultmem.extract import Extraction, Extractor, Value, importance
+from vaultmem.extract import Extraction, Extractor, Value, _Words, importance
 
 # Friday 27 November 2026, 10:00 in Shanghai
 NOW = dt.datetime(2026, 11, 27, 10, 0, tzinfo=dt.timezone(dt.timedelta(hours=8)))
@@ -239,6 +241,22 @@ def test_no_names_without_a_clear_cue(extractor, text):
     assert extractor.extract(text, NOW).names == []
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_the_gate_scan_finds_exactly_the_words_a_text_holds(seed):
+    rnd = random.Random(seed)  # few letters: words overlap, nest and start inside one another
+    words = {"".join(rnd.choices("ab’c", k=rnd.randint(0 if seed % 2 else 1, 5))) for _ in range(rnd.randint(1, 12))}
+    scan = _Words(words)
+    for _ in range(200):
+        text = "".join(rnd.choices("ab’cx", k=rnd.randint(0, 20)))
+        assert scan.found(text) == {w for w in words if w in text}, (words, text)
+
+
+def test_an_extractor_pickles_for_worker_processes():
+    x = Extractor.from_config(with_extraction(rules=[{"type": "ticket_id", "regex": r"TKT-\d+", "context": ["工单"]}]))
+    text = "记住：工单 TKT-4411 与合同 CT2024-0876 下周五到期，联系人：赵六"
+    assert pickle.loads(pickle.dumps(x)).extract(text, NOW) == x.extract(text, NOW)
+
+
 def test_tags_are_the_distinct_value_types_in_order(extractor):
     e = extractor.extract("合同 CT2024-0876，明天付 ¥500，后天再付 ¥300", NOW)
     assert e.tags == ["contract_id", "date", "amount"]
@@ -255,6 +273,11 @@ def test_user_rules_win_over_built_ins_and_may_need_context():
     assert found(x, "see TKT-4411") == [("id", "TKT-4411")]  # no context word: the built-in rule
     assert found(x, "ticket TKT-9 reopened") == [("ticket_id", "TKT-9")]
     assert x.extract("SKU1234", NOW).values == [Value("sku", "1234", 3, 7)]
+
+
+def test_an_empty_context_word_is_near_every_match():
+    x = Extractor.from_config(with_extraction(rules=[{"type": "sku", "regex": r"SKU\d+", "context": [""]}]))
+    assert found(x, "SKU12") == [("sku", "SKU12")]
 
 
 def test_user_cues_add_to_the_built_ins():
@@ -324,6 +347,13 @@ def test_importance_points_come_from_the_config_and_clamp_at_zero():
                                          "content_plain": -4, "first": 0.5})
     assert importance(ext(), position="first", config=config) == (
         0.0, [("content: plain", -4.0), ("position: first", 0.5), ("clamped to 0..10", 3.5)])
+
+
+def test_importance_follows_an_edited_config():
+    config = with_extraction()
+    assert importance(ext(), position="first", config=config)[0] == 3.0
+    config["extraction"]["importance"]["first"] = 5
+    assert importance(ext(), position="first", config=config)[0] == 6.0
 
 
 def test_importance_rejects_an_unknown_position():

@@ -24,17 +24,19 @@ Choices, documented once here:
   "client", "Mr."/"Ms."/"Mrs."/"Dr."); Chinese names must start with a common surname.
 
 Speed (batches of 100,000 memories): a rule runs its regex only when the text passes its cheap
-gates (an ASCII digit, a needed word, a context word; see Rule), so a text without values costs
-about 15 µs on a slow 2-core VM.
+gates (an ASCII digit, a needed word, a context word; see Rule). One regex scan per text finds every
+gate word and cue phrase (_Words), and the rules to run are worked out once per outcome of the gates.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+from operator import attrgetter
 from typing import Any
 
 from .config import defaults
@@ -78,7 +80,8 @@ class Rule:
 
     A regex with a group named `v` yields only that group as the value (the rest is context).
     context: the rule applies only when one of these words (lower case) is within CONTEXT_CHARS.
-    normalise: the name of the function that turns the match into the value (_NORMALISERS).
+    normalise: "text" (the value as written) or the name of the function that turns the match into the value
+    (_NORMALISERS).
     needs: substrings of which the lower-cased text must hold one before the regex runs at all.
     digit: the regex runs only on text with an ASCII digit (most values have one).
     lower: the regex (written in lower case) runs on the lower-cased text: re.I is several times slower.
@@ -136,8 +139,9 @@ _DAYS_LATER = rf"(?P<n>[{_CN_COUNT}][{_CN_COUNT}]{{0,2}})\s*(?P<unit>天|周|个
 _METRIC_NEEDS = ("cpu", "gpu", "mem", "ram", "disk", "latency", "load", "error rate", "response time", "p99", "p95",
                  "heap", "swap", "qps", "temperature", "内存", "磁盘", "硬盘", "延迟", "时延", "响应时间", "错误率",
                  "负载", "带宽", "温度")
-_CURRENCY_NEEDS = ("¥", "￥", "$", "€", "£", "元", "人民币", "美金", "英镑", "港币", "rmb", "cny", "usd", "eur", "gbp",
-                   "jpy", "hkd", "dollar")
+# Each amount rule needs the currencies its regex can match: a "$5" text skips the "5元" rule and back.
+_PREFIX_CURRENCY_NEEDS = ("¥", "￥", "$", "€", "£", "人民币", "rmb", "cny", "usd", "eur", "gbp", "jpy", "hkd")
+_SUFFIX_CURRENCY_NEEDS = ("元", "人民币", "美金", "英镑", "港币", "rmb", "cny", "usd", "eur", "gbp", "jpy", "hkd", "dollar")
 _MONTH_NEEDS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 # Every relative date holds one of these (weekdays end in "day"), so most texts skip the regex.
 _RELATIVE_NEEDS = ("天", "周", "星期", "礼拜", "day", "tomorrow", "week")
@@ -160,9 +164,9 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     _rule("threshold", _METRIC + r"\s*(?:is\s+)?" + _OPERATOR + r"\s*(?P<num>\d+(?:\.\d+)?)" + _UNIT + _DURATION,
           "threshold", needs=_METRIC_NEEDS, lower=True, boundary=True),
     _rule("amount", r"(?P<cur>¥|￥|\$|€|£|US\$|HK\$|人民币|" + _CODES + r")\s?" + _NUM + _MULT + r"(?:\s?元)?",
-          "amount", needs=_CURRENCY_NEEDS, boundary=True),
+          "amount", needs=_PREFIX_CURRENCY_NEEDS, boundary=True),
     _rule("amount", _NUM + _MULT + r"\s?(?P<cur>元|人民币|美元|美金|欧元|英镑|日元|港币|港元"
-          r"|(?:" + _CODES + r"|dollars?|euros?)(?![A-Za-z]))", "amount", needs=_CURRENCY_NEEDS,
+          r"|(?:" + _CODES + r"|dollars?|euros?)(?![A-Za-z]))", "amount", needs=_SUFFIX_CURRENCY_NEEDS,
           boundary=True),
     _rule("date", r"(?P<y>(?:19|20)\d\d)(?P<sep>[-/.])(?P<m>\d\d?)(?P=sep)(?P<d>\d\d?)(?!\d|\.\d)", "ymd",
           boundary=True),
@@ -197,12 +201,19 @@ class Extractor:
             cues: extra phrases per kind ("remember", "later", "always"), added to the built-ins.
         """
         self.rules = (*rules, *BUILTIN_RULES)
-        # every gate word is looked up once per text; text without a digit needs only the digit-free rules' words
-        self._gate_words = _gate_words(self.rules)
-        self._plain_gate_words = _gate_words(r for r in self.rules if not r.digit)
+        # the gate words of the rules a text [has a digit] may run
+        self._gate_words = {True: _gate_words(self.rules), False: _gate_words(r for r in self.rules if not r.digit)}
         self._cue_regex, self._cue_kinds = _cue_matcher(_merged_cues(cues or {}))
-        # `in` tests of plain phrases are far cheaper than a scan: most texts hold no cue at all
-        self._cue_phrases = tuple({v for p in self._cue_kinds for v in (p, p.replace("'", "’"))})
+        # most texts hold no cue phrase (straight or curly) at all, and then skip the cue matcher
+        self._cue_phrases = frozenset(v for p in self._cue_kinds for v in (p, p.replace("'", "’")))
+        # a name cue in the text is in low in lower case: texts with none of these skip _names()
+        self._name_hints = frozenset(w.lower() for w in _NAME_CUE_WORDS)
+        self._words = {d: _Words(self._gate_words[d] | self._cue_phrases | self._name_hints) for d in (True, False)}
+        self._steps: list[_Step | None] = [None] * len(self.rules)  # made when a rule first runs
+        self._plans: dict[tuple[bool, frozenset[str]], tuple[_Step, ...]] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_steps": [None] * len(self.rules), "_plans": {}}  # a worker fills its own
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> Extractor:
@@ -221,36 +232,105 @@ class Extractor:
         low = text.lower()
         if len(low) != len(text):  # a few letters lower into two characters: keep the spans aligned
             low = "".join(c if len(c.lower()) > 1 else c.lower() for c in text)
-        return Extraction(self._values(text, low, now), self._cues(low), _names(text))
+        has_digit = _DIGIT.search(text) is not None
+        found = self._words[has_digit].found(low)
+        values = self._values(text, low, now, has_digit, found)
+        names = [] if self._name_hints.isdisjoint(found) else _names(text)
+        return _frozen(Extraction, values=values, cues=self._cues(low, found), names=names)
 
-    def _cues(self, low: str) -> list[str]:
+    def _cues(self, low: str, found: set[str]) -> list[str]:
         """The distinct cue kinds in the lower-cased text, in order of first appearance."""
-        if not any(p in low for p in self._cue_phrases):
+        if self._cue_phrases.isdisjoint(found):
             return []
         kinds = (self._cue_kinds[m.group().replace("’", "'")] for m in self._cue_regex.finditer(low)
                  if _stands_alone(low, m.start(), m.end()))
         return list(dict.fromkeys(kinds))
 
-    def _values(self, text: str, low: str, now: dt.datetime) -> list[Value]:
-        has_digit = _DIGIT.search(text) is not None
-        present = {w for w in (self._gate_words if has_digit else self._plain_gate_words) if w in low}
+    def _values(self, text: str, low: str, now: dt.datetime, has_digit: bool, found: set[str]) -> list[Value]:
+        present = self._gate_words[has_digit].intersection(found)
         claimed: list[Value] = []
-        for rule in self.rules:
-            if _may_match(rule, present, has_digit):
-                claimed.extend(_matches(rule, text, low, now, claimed))
-        return sorted(claimed, key=lambda v: v.start)
+        for step in self._plan(has_digit, present):
+            s = low if step.lower else text
+            first = step.search(s)
+            if first is not None:  # most rules find nothing
+                step.claim(first, s, text, low, now, claimed)
+        if len(claimed) > 1:
+            claimed.sort(key=_START)
+        return claimed
+
+    def _plan(self, has_digit: bool, present: frozenset[str]) -> tuple[_Step, ...]:
+        """The rules that pass their gates, in order: worked out once per outcome (texts share a few thousand)."""
+        plan = self._plans.get((has_digit, present))
+        if plan is None:
+            if len(self._plans) >= _MAX_PLANS:  # adversarial texts could make endless outcomes
+                self._plans.clear()
+            plan = tuple(self._step(i) for i, rule in enumerate(self.rules) if _may_match(rule, present, has_digit))
+            self._plans[(has_digit, present)] = plan
+        return plan
+
+    def _step(self, i: int) -> _Step:
+        step = self._steps[i] = self._steps[i] or _Step(self.rules[i])
+        return step
 
 
 _DIGIT = re.compile(r"[0-9]")
 _ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _ASCII_ALNUM = _ASCII_LETTERS | frozenset("0123456789")
+_MAX_PLANS = 4096
+_START = attrgetter("start")
 
 
-def _gate_words(rules: Iterable[Rule]) -> tuple[str, ...]:
-    return tuple({w for rule in rules for w in (*rule.needs, *rule.context)})
+def _gate_words(rules: Iterable[Rule]) -> frozenset[str]:
+    return frozenset(w for rule in rules for w in (*rule.needs, *rule.context))
 
 
-def _may_match(rule: Rule, present: set[str], has_digit: bool) -> bool:
+class _Words:
+    """Tells which of many words a text holds: a regex scan costs half of an `in` test per word.
+
+    A scan stops at the longest word starting at each place and resumes after it. The words inside
+    a found word are there too; a word that starts inside a found word and runs past its end is
+    tested on its own. Words starting with an ASCII and with another character get a scan each:
+    at each place a scan tries one branch per first character (and ASCII text needs only one scan).
+    """
+
+    def __init__(self, words: Iterable[str]):
+        words = set(words)
+        self._empty = frozenset(w for w in words if not w)  # "" is in every text
+        words -= self._empty
+        ascii_first = {w for w in words if w[0].isascii()}
+        self._scans = [re.compile(_alternation(part)) for part in (ascii_first, words - ascii_first) if part]
+        self._ascii_scans = self._scans[:1] if ascii_first else []
+        self._inside = {u: frozenset(w for w in words if w in u) for u in words}
+        starts: dict[str, list[str]] = {}  # each proper beginning of a word -> the words beginning so
+        for w in words:
+            for k in range(1, len(w)):
+                starts.setdefault(w[:k], []).append(w)
+        across = {u: tuple({w for d in range(1, len(u)) for w in starts.get(u[d:], ()) if w not in u}) for u in words}
+        self._across = {u: ws for u, ws in across.items() if ws}
+
+    def found(self, low: str) -> set[str]:
+        found = set(self._empty)
+        for scan in self._ascii_scans if low.isascii() else self._scans:
+            for word in set(scan.findall(low)):
+                found |= self._inside[word]
+                if word in self._across:
+                    found.update([w for w in self._across[word] if w in low])
+        return found
+
+
+def _alternation(words: Iterable[str]) -> str:
+    """Regex text finding the longest of the (non-empty) words at a place, in one branch per first character."""
+    tails: dict[str, list[str]] = {}
+    for word in sorted(words, key=lambda w: (-len(w), w)):  # longest first: the first tail that fits is the longest
+        tails.setdefault(word[0], []).append(word[1:])
+    branches = []
+    for head, rest in tails.items():
+        longer = "|".join(re.escape(t) for t in rest if t)
+        branches.append(re.escape(head) + (f"(?:{longer})" + ("?" if "" in rest else "") if longer else ""))
+    return "|".join(branches)
+
+
+def _may_match(rule: Rule, present: frozenset[str], has_digit: bool) -> bool:
     """The cheap gates (present: the gate words the lower-cased text holds): most rules never run their regex."""
     if rule.digit and not has_digit:
         return False
@@ -259,19 +339,62 @@ def _may_match(rule: Rule, present: set[str], has_digit: bool) -> bool:
     return not rule.context or not present.isdisjoint(rule.context)
 
 
-def _matches(rule: Rule, text: str, low: str, now: dt.datetime, claimed: list[Value]) -> Iterator[Value]:
-    """The values one rule finds in spans no earlier rule claimed."""
-    for m in rule.regex.finditer(low if rule.lower else text):
-        start, end = m.span("v") if "v" in rule.regex.groupindex else m.span()
-        if start == end or any(start < v.end and v.start < end for v in claimed):
-            continue
-        if rule.boundary and start and text[start - 1] in _ASCII_ALNUM:
-            continue
-        if rule.context and not _near(low, start, end, rule.context):
-            continue
-        value = _NORMALISERS[rule.normalise](m, now)
-        if value is not None:
-            yield Value(_deadline_or(rule.type, low, start, end), value, start, end)
+class _Step:
+    """A rule ready to run: its regex compiled and its options looked up once, not once per text."""
+
+    __slots__ = ("boundary", "context", "dated", "finditer", "group", "lower", "normaliser", "search", "type")
+
+    def __init__(self, rule: Rule):
+        self.search, self.finditer = rule.regex.search, rule.regex.finditer  # compiles a LazyPattern
+        self.group = "v" if "v" in rule.regex.groupindex else 0
+        self.type, self.lower, self.boundary, self.context = rule.type, rule.lower, rule.boundary, rule.context
+        self.normaliser = rule.normalise  # looked up per value: a misspelt name fails only on a value
+        self.dated = rule.type == "date"
+
+    def claim(self, first: re.Match[str], s: str, text: str, low: str, now: dt.datetime, claimed: list[Value]) -> None:
+        """Append the values this rule finds in s (text or low) from its first match on, in spans no earlier
+        rule claimed."""
+        for m in _scan(first, self.search, self.finditer, s):
+            start, end = m.span(self.group)
+            if start == end or not _free(claimed, start, end):
+                continue
+            if self.boundary and start and text[start - 1] in _ASCII_ALNUM:
+                continue
+            if self.context and not _near(low, start, end, self.context):
+                continue
+            name = self.normaliser
+            value = m.group(self.group) if name == "text" else _NORMALISERS[name](m, now)
+            if value is not None:
+                kind = _date_kind(low, start, end) if self.dated else self.type
+                claimed.append(_frozen(Value, type=kind, value=value, start=start, end=end))
+
+
+def _scan(m: re.Match[str] | None, search: Callable[..., re.Match[str] | None],
+          finditer: Callable[..., Iterator[re.Match[str]]], s: str) -> Iterator[re.Match[str]]:
+    """The matches finditer(s) gives from the first one m on, found by search(): rules find few, and
+    starting a finditer costs more than a search."""
+    while m is not None:
+        if m.start() == m.end():  # after an empty match finditer must move on, which search(s, pos) cannot
+            yield from finditer(s, m.start())
+            return
+        yield m
+        m = search(s, m.end())
+
+
+def _frozen(cls: type, **fields: Any) -> Any:
+    """cls(**fields) for a frozen dataclass at half the cost: its __init__ sets each field through
+    object.__setattr__ (extract() makes a few hundred thousand)."""
+    made = object.__new__(cls)
+    made.__dict__.update(fields)
+    return made
+
+
+def _free(claimed: list[Value], start: int, end: int) -> bool:
+    """No claimed value overlaps start..end."""
+    for v in claimed:
+        if start < v.end and v.start < end:
+            return False
+    return True
 
 
 def _near(low: str, start: int, end: int, words: tuple[str, ...]) -> bool:
@@ -286,27 +409,22 @@ def _stands_alone(s: str, start: int, end: int) -> bool:
     return not (glued_start or glued_end)
 
 
-_DUE_BEFORE = re.compile(r"(?:截止|截至|期限|最晚|最迟|deadline|due)[^。.;；!?！？\n]{0,10}$"
-                         r"|(?<![a-z])(?:by|before|no later than)\s+(?:the\s+|on\s+)?$")
+# Searched in the DUE_CHARS before a date. Each alternative starts with its word, so the regex engine skips
+# ahead to the words ("(?<![a-z])by" would make it try every position): "by" not after a letter is "by(?<![a-z]by)".
+_DUE_BEFORE = re.compile("|".join([
+    *(rf"{word}[^。.;；!?！？\n]{{0,10}}$" for word in ("截止", "截至", "期限", "最晚", "最迟", "deadline", "due")),
+    *(rf"{word}(?<![a-z]{word})\s+(?:the\s+|on\s+)?$" for word in ("by", "before", "no later than")),
+]))
 _DUE_AFTER = re.compile(r"\s*(?:之前|以前|前(?![往进面])|截止|为止)")
-_DUE_WORDS = ("截止", "截至", "期限", "最晚", "最迟", "deadline", "due", "by", "before", "no later than")
 
 
-def _deadline_or(type_: str, low: str, start: int, end: int) -> str:
-    """`deadline` for a date with a due cue right before or after it, else the rule's type."""
-    if type_ != "date":
-        return type_
-    before = max(0, start - DUE_CHARS)
-    cued = any(w in low[before:start] for w in _DUE_WORDS) and _DUE_BEFORE.search(low, before, start)
-    due = cued or _DUE_AFTER.match(low, end)
-    return "deadline" if due else type_
+def _date_kind(low: str, start: int, end: int) -> str:
+    """`deadline` for a date with a due cue right before or after it, else `date`."""
+    due = _DUE_BEFORE.search(low, max(0, start - DUE_CHARS), start) or _DUE_AFTER.match(low, end)
+    return "deadline" if due else "date"
 
 
 # ---------------------------------------------------------------- normalisers (match, now) -> value | None
-
-def _as_written(m: re.Match[str], now: dt.datetime) -> str:
-    return m.group("v") if "v" in m.re.groupindex else m.group()
-
 
 _MONTHS = {name: i for i, name in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}
 
@@ -318,12 +436,19 @@ def _ymd(m: re.Match[str], now: dt.datetime) -> str | None:
     day = int(groups["d"])
     if not groups.get("y"):
         return _nearest(month, day, now.date())
+    return _iso(groups["y"], month, day)
+
+
+@functools.lru_cache(maxsize=4096)  # texts repeat their dates
+def _iso(year: str, month: int, day: int) -> str | None:
+    """The ISO text of a date, None for a day that does not exist."""
     try:
-        return dt.date(int(groups["y"]), month, day).isoformat()
+        return dt.date(int(year), month, day).isoformat()
     except ValueError:
         return None
 
 
+@functools.lru_cache(maxsize=4096)
 def _nearest(month: int, day: int, today: dt.date) -> str | None:
     """The date with this month and day nearest to today (last, this or next year)."""
     candidates = []
@@ -436,7 +561,7 @@ def _threshold(m: re.Match[str], now: dt.datetime) -> str:
 
 
 _NORMALISERS: dict[str, Callable[[re.Match[str], dt.datetime], str | None]] = {
-    "text": _as_written, "ymd": _ymd, "relative": _relative, "days_later": _days_later, "amount": _amount,
+    "ymd": _ymd, "relative": _relative, "days_later": _days_later, "amount": _amount,
     "mobile": _mobile, "intl_phone": _intl_phone, "threshold": _threshold,
 }
 
@@ -494,7 +619,8 @@ _SURNAMES = frozenset(
 # Characters that rarely end a three-character name but often follow a two-character one ("客户张三的…").
 _AFTER_NAME = frozenset("的是在和与及说要了也都把被给让对从向就还又会想称表已后前这那合电手邮地公提签付买订"
                         "来去打发问喜不没很最刚每再才只希需请先女总所家为之等们于将到")
-_NAME_CUES = ("客户", "联系人", "先生", "女士", "总", "customer", "client", "Mr", "Ms", "Dr")
+_NAME_CUE_WORDS = ("客户", "联系人", "先生", "女士", "总", "customer", "client", "Mr", "Ms", "Dr")
+_NAME_CUES = re.compile(_alternation(_NAME_CUE_WORDS))
 _CN_NAME_AFTER = re.compile(r"(?:客户|联系人\s*[：:])\s*([\u4e00-\u9fff]{2,3})")
 _CN_TITLE = re.compile(r"先生|女士|总(?![是监裁经部结共计体之额量数会括统账价和要算能])")
 _EN_NAME = re.compile(r"(?:(?:customer|client)\s+(?P<full>[A-Z][a-z]+ [A-Z][a-z]+)"
@@ -503,7 +629,7 @@ _EN_NAME = re.compile(r"(?:(?:customer|client)\s+(?P<full>[A-Z][a-z]+ [A-Z][a-z]
 
 def _names(text: str) -> list[str]:
     """Person and customer names named by an explicit cue, distinct, in text order."""
-    if not any(cue in text for cue in _NAME_CUES):
+    if _NAME_CUES.search(text) is None:
         return []
     found = [(m.start(1), n) for m in _CN_NAME_AFTER.finditer(text)
              if (n := _name_after(m.group(1), text[m.end(1):m.end(1) + 1]))]
@@ -545,24 +671,41 @@ def importance(extraction: Extraction, *, position: str | None = None,
     Returns:
         (score, contributions); when clamping changed the sum, a last ("clamped to 0..10", delta) entry.
     """
-    points = _points(config)
-    parts = [p for p in (_cue_part(extraction.cues, points), _content_part(extraction, points),
-                         _position_part(position, points)) if p]
-    total = sum(p for _, p in parts)
-    score = min(max(total, 0.0), 10.0)
-    if score != total:
-        parts.append(("clamped to 0..10", score - total))
-    return score, parts
+    points, scores = _scale(config)
+    if position is not None and position not in POSITIONS:
+        raise ValueError(f"position must be one of {POSITIONS} or None, not {position!r}")
+    key = (tuple(extraction.cues), not extraction.values, not extraction.names, position)  # all a score depends on
+    known = scores.get(key)
+    if known is None:
+        parts = [p for p in (_cue_part(extraction.cues, points), _content_part(extraction, points),
+                             position and (f"position: {position}", points[position])) if p]
+        total = sum(p for _, p in parts)
+        score = min(max(total, 0.0), 10.0)
+        if score != total:
+            parts.append(("clamped to 0..10", score - total))
+        if len(scores) >= 1024:  # hand-made extractions could bring endless cue lists
+            scores.clear()
+        known = scores[key] = score, tuple(parts)
+    return known[0], list(known[1])
 
 
 _POINTS = {"cue_remember", "cue_later", "content_values", "content_names", "content_plain", "first", "last"}
+_NO_POINTS: dict[str, Any] = {}
+# id(extraction.importance section) -> (the section, a copy to notice edits, its points, scores made with them):
+# a batch scores 100,000 memories with one config, and reading its points costs more than the rest of importance()
+_SCALES: dict[int, tuple[Mapping[str, Any], dict[str, Any], dict[str, float], dict[tuple, tuple]]] = {}
 
 
-def _points(config: Mapping[str, Any] | None) -> dict[str, float]:
-    given = ((config or {}).get("extraction") or {}).get("importance") or {}
-    if not _POINTS <= given.keys():  # a vault's config is complete; parsing the defaults costs ~50 ms
-        given = {**defaults()["extraction"]["importance"], **given}
-    return {k: float(v) for k, v in given.items()}
+def _scale(config: Mapping[str, Any] | None) -> tuple[dict[str, float], dict[tuple, tuple]]:
+    given = ((config or {}).get("extraction") or {}).get("importance") or _NO_POINTS
+    known = _SCALES.get(id(given))  # the entry keeps `given` alive, so its id is not reused
+    if known is None or known[1] != given:
+        # a vault's config is complete; parsing the defaults for a partial one costs ~50 ms
+        merged = given if _POINTS <= given.keys() else {**defaults()["extraction"]["importance"], **given}
+        if len(_SCALES) >= 64:
+            _SCALES.clear()
+        known = _SCALES[id(given)] = (given, dict(given), {k: float(v) for k, v in merged.items()}, {})
+    return known[2], known[3]
 
 
 def _cue_part(cues: list[str], points: dict[str, float]) -> tuple[str, float] | None:
@@ -580,11 +723,3 @@ def _content_part(extraction: Extraction, points: dict[str, float]) -> tuple[str
     if extraction.names:
         return "content: names", points["content_names"]
     return "content: plain", points["content_plain"]
-
-
-def _position_part(position: str | None, points: dict[str, float]) -> tuple[str, float] | None:
-    if position is None:
-        return None
-    if position not in POSITIONS:
-        raise ValueError(f"position must be one of {POSITIONS} or None, not {position!r}")
-    return f"position: {position}", points[position]
