@@ -44,15 +44,19 @@ TagOpt = Annotated[Optional[list[str]], typer.Option("--tag", "-t", help="A tag 
 
 
 def _progress(label: str):
-    """A rich progress bar on a terminal (stderr), silent otherwise; returns (update(done, total), close)."""
+    """A rich progress bar on a terminal (stderr), silent otherwise; returns (update(done, total, step), close)."""
     if not sys.stderr.isatty():
-        return (lambda done, total: None), (lambda: None)
+        return (lambda done, total, step=None: None), (lambda: None)
     from rich.progress import Progress
 
     bar = Progress(transient=True)
     task = bar.add_task(label, total=None)
     bar.start()
-    return (lambda done, total: bar.update(task, completed=done, total=total)), bar.stop
+
+    def update(done: int, total: int, step: str | None = None) -> None:
+        bar.update(task, completed=done, total=total, **({"description": step} if step else {}))
+
+    return update, bar.stop
 
 
 @app.command()
@@ -112,7 +116,9 @@ def _remember_batch(vault, batch: str, json_out: bool, explain: bool) -> None:
     items = list(read_jsonl(lines))
     update, close = _progress("remembering")
     try:
-        results = vault.remember_many(items, progress=lambda n: update(n, len(items)), explain=explain)
+        # the last memory decided, the notes are written and indexed (a long minute at 100k)
+        results = vault.remember_many(items, explain=explain, progress=lambda n: update(
+            n, len(items), "writing notes and index" if n == len(items) else None))
     finally:
         close()
     counts = {"created": 0, "merged": 0, "unchanged": 0}
