@@ -184,7 +184,7 @@ class Drafter:
         note = Note(None, content, meta, body, "\n", True, len(content) - len(body))
         draft.data = content.encode("utf-8")
         draft.record = build_record(draft.data, f"{draft.folder}/{draft.stem}.md", "memory", draft.folder,
-                                    (0, len(draft.data)), self.defaults, draft.keys or None, note)
+                                    (0, len(draft.data)), self.defaults, draft.keys or None, note, draft.plain)
         # one string instead of ~60 dict entries: a batch holds 100,000 of these until the index takes them
         draft.record.terms = encode_terms(draft.record.terms)
 

@@ -43,7 +43,7 @@ from .config import defaults
 from .errors import ConfigError
 from .text import LazyPattern
 
-__all__ = ["BUILTIN_RULES", "Extraction", "Extractor", "Rule", "Value", "importance"]
+__all__ = ["BUILTIN_RULES", "Extraction", "Extractor", "Rule", "Value", "cue_names", "importance"]
 
 CONTEXT_CHARS = 24  # how far (each side) a rule's context words may stand from its match
 DUE_CHARS = 24      # how far before a date its deadline cue ("截止日期是", "due on") may start
@@ -206,7 +206,7 @@ class Extractor:
         self._cue_regex, self._cue_kinds = _cue_matcher(_merged_cues(cues or {}))
         # most texts hold no cue phrase (straight or curly) at all, and then skip the cue matcher
         self._cue_phrases = frozenset(v for p in self._cue_kinds for v in (p, p.replace("'", "’")))
-        # a name cue in the text is in low in lower case: texts with none of these skip _names()
+        # a name cue in the text is in low in lower case: texts with none of these skip cue_names()
         self._name_hints = frozenset(w.lower() for w in _NAME_CUE_WORDS)
         self._words = {d: _Words(self._gate_words[d] | self._cue_phrases | self._name_hints) for d in (True, False)}
         self._steps: list[_Step | None] = [None] * len(self.rules)  # made when a rule first runs
@@ -235,7 +235,7 @@ class Extractor:
         has_digit = _DIGIT.search(text) is not None
         found = self._words[has_digit].found(low)
         values = self._values(text, low, now, has_digit, found)
-        names = [] if self._name_hints.isdisjoint(found) else _names(text)
+        names = [] if self._name_hints.isdisjoint(found) else cue_names(text)
         return _frozen(Extraction, values=values, cues=self._cues(low, found), names=names)
 
     def _cues(self, low: str, found: set[str]) -> list[str]:
@@ -627,7 +627,7 @@ _EN_NAME = re.compile(r"(?:(?:customer|client)\s+(?P<full>[A-Z][a-z]+ [A-Z][a-z]
                       r"|(?:Mr|Ms|Mrs|Dr)\.?\s+(?P<name>[A-Z][a-z]+(?: [A-Z][a-z]+)?))(?![A-Za-z])")
 
 
-def _names(text: str) -> list[str]:
+def cue_names(text: str) -> list[str]:
     """Person and customer names named by an explicit cue, distinct, in text order."""
     if _NAME_CUES.search(text) is None:
         return []

@@ -98,11 +98,13 @@ def _number(value: Any, fallback: float) -> float:
 
 
 def build_record(data: bytes, relpath: str, kind: str, folder: str, stat: tuple[int, int],
-                 defaults: dict[str, Any], sketch: list[int] | None = None, note: Any = None) -> Record:
+                 defaults: dict[str, Any], sketch: list[int] | None = None, note: Any = None,
+                 plain: str | None = None) -> Record:
     """Parse one file's bytes into a Record; a note that fails to parse is indexed by its raw text.
 
     The write pipeline, which has just rendered the note, passes what it knows: `note` (the
-    note.Note of these bytes) and `sketch` (its body's near-duplicate keys).
+    note.Note of these bytes), `sketch` (its body's near-duplicate keys) and `plain` (its body's
+    text.plain_text).
     """
     name = relpath.rsplit("/", 1)[-1]
     title = name[:-3] if name.endswith(".md") else name
@@ -121,14 +123,16 @@ def build_record(data: bytes, relpath: str, kind: str, folder: str, stat: tuple[
         rec.fp = text.fingerprint(rec.body)
         rec.terms = index_terms(rec)
         return rec
-    plain = _fill_from_note(rec, note.meta, note.body, note.tags, note.aliases, note.links, folder, mtime, defaults)
+    plain = _fill_from_note(rec, note.meta, note.body, note.tags, note.aliases, note.links, folder, mtime, defaults,
+                            plain)
     if kind == "memory":
         rec.sketch = sketch_keys(plain) if sketch is None else sketch
     return rec
 
 
 def _fill_from_note(rec: Record, meta: dict[str, Any], body: str, tags: list[str], aliases: list[str],
-                    links: list[str], folder: str, mtime: float, defaults: dict[str, Any]) -> str:
+                    links: list[str], folder: str, mtime: float, defaults: dict[str, Any],
+                    plain: str | None = None) -> str:
     """Fill a record from a parsed note; returns the body's plain_text (fingerprint and sketch share it)."""
     rec.id = _str(meta.get("id")).strip() or synthetic_id(rec.path)
     rec.type = _str(meta.get("type")) or (rec.kind if rec.kind != "memory" else "")
@@ -145,7 +149,7 @@ def _fill_from_note(rec: Record, meta: dict[str, Any], body: str, tags: list[str
     rec.episode = _str(meta.get("episode"))
     rec.tags, rec.aliases, rec.links = tags, aliases, links
     rec.body = body
-    plain = text.plain_text(body)
+    plain = text.plain_text(body) if plain is None else plain
     rec.fp = text.digest(plain)
     rec.terms = index_terms(rec)
     return plain

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import text
-from .dedup import BatchKeys, restates, sketch_keys
+from .dedup import BatchKeys, restates
 from .drafts import Draft, Drafter, parse_time, union
 from .episodes import EpisodeLine, append_episodes
 from .errors import VaultmemError
@@ -199,7 +199,7 @@ class Writer:
     def ensure_entities(self, checked: Iterable[tuple[str, dict[str, Any]]]) -> None:
         """Entity notes for every name the items give or introduce with a cue, before any is drafted:
         a batch links each memory to every entity the batch names, wherever it is first named."""
-        from .extract import _names as cue_names
+        from .extract import cue_names
 
         for body, fields in checked:
             names = [*fields["entity"], *cue_names(body)]
@@ -427,7 +427,7 @@ class Writer:
             for entity in draft.entities:
                 self._by_attr[(ns, entity, known.type)] = known
         if float(self.settings["near_duplicate"]) < 1:
-            self._keys.add(ns, draft.keys or sketch_keys(draft.plain), known.path)
+            self._keys.add(ns, draft.keys, known.path)  # drafted whenever near duplicates are looked for
 
     def _retire(self, old: _Known, new_title: str) -> None:
         """Mark the superseded note (kept, linked both ways) and forget it as a merge target."""
