@@ -91,20 +91,17 @@ class PendingNotes:
 
     def flush(self) -> None:
         """Write every waiting note once (see the module docstring)."""
-        created = [(rel, pending) for rel, pending in self._open.items() if pending.sha is None]
-        for (rel, pending), st in zip(created, self._create_all(created)):
-            self._write_new(rel, pending, st)
+        # new notes first, from one thread: creates in one folder take the folder's lock in the kernel
+        for rel, pending in self._open.items():
+            if pending.sha is None:
+                self._write_new(rel, pending, self._try_create(rel, pending))
         for rel, pending in self._open.items():
             if pending.sha is not None:
                 self._write_changed(rel, pending)
         self._open.clear()
 
-    def _create_all(self, created: list[tuple[str, _Pending]]) -> list[os.stat_result | None]:
-        """Create the new notes under their reserved names; None where a name is taken. (One thread:
-        creating files in one folder takes the folder's lock in the kernel, so threads gain nothing.)"""
-        return [self._try_create(rel, pending) for rel, pending in created]
-
     def _try_create(self, rel: str, pending: _Pending) -> os.stat_result | None:
+        """Create a new note under its reserved name; None if the name is taken."""
         under, _, name = rel.rpartition("/")
         try:
             return self.vault.create_note(self.vault.root / under, name, pending.data, durable=self.durable)
