@@ -8,15 +8,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
-from functools import cached_property, lru_cache
+from datetime import date, datetime, timedelta, timezone
+from functools import cache, cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Iterator
-
-import yaml
-from yaml.constructor import ConstructorError, SafeConstructor
-from yaml.nodes import ScalarNode
-from yaml.resolver import Resolver
 
 from vaultmem.errors import NoteFormatError
 
@@ -45,30 +40,37 @@ _INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
 
 _STR = "tag:yaml.org,2002:str"
 _FAST_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("str", "null", "bool", "int", "float", "timestamp"))
-_RESOLVER = Resolver()
-_CONSTRUCTOR = SafeConstructor()
 
 
 # --- reading ---------------------------------------------------------------------------------
 
 
-class _Loader(yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader):  # type: ignore[misc]
-    """YAML's safe loader, except that a property name is always the key's own text."""
+@cache
+def _loader() -> Any:
+    """YAML's safe loader, except that a property name is always the key's own text.
 
-    def construct_mapping(self, node: Any, deep: bool = False) -> dict[str, Any]:
-        # `2024:` or `yes:` must stay the property "2024"/"yes", as Obsidian shows it, not 2024/True
-        self.flatten_mapping(node)
-        mapping = {}
-        for key_node, value_node in node.value:
-            if not isinstance(key_node, ScalarNode):
-                raise ConstructorError(None, None, "a property name must be text", key_node.start_mark)
-            mapping[key_node.value] = self.construct_object(value_node, deep=deep)
-        return mapping
+    Built on first need: importing YAML costs ~35 ms, more than a whole `remember`, and the
+    fast path below reads every note vaultmem writes without it.
+    """
+    import yaml
+    from yaml.constructor import ConstructorError, SafeConstructor
+    from yaml.nodes import ScalarNode
 
+    class Loader(yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader):  # type: ignore[misc,name-defined]
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict[str, Any]:
+            # `2024:` or `yes:` must stay the property "2024"/"yes", as Obsidian shows it, not 2024/True
+            self.flatten_mapping(node)
+            mapping = {}
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, ScalarNode):
+                    raise ConstructorError(None, None, "a property name must be text", key_node.start_mark)
+                mapping[key_node.value] = self.construct_object(value_node, deep=deep)
+            return mapping
 
-# YAML 1.1 resolves a bare `=` or `<<` value to tags the safe loader cannot build; they are text
-_Loader.add_constructor("tag:yaml.org,2002:value", SafeConstructor.construct_yaml_str)
-_Loader.add_constructor("tag:yaml.org,2002:merge", SafeConstructor.construct_yaml_str)
+    # YAML 1.1 resolves a bare `=` or `<<` value to tags the safe loader cannot build; they are text
+    Loader.add_constructor("tag:yaml.org,2002:value", SafeConstructor.construct_yaml_str)
+    Loader.add_constructor("tag:yaml.org,2002:merge", SafeConstructor.construct_yaml_str)
+    return Loader
 
 
 @dataclass(frozen=True)
@@ -161,8 +163,10 @@ def _split(text: str, path: Path | None) -> tuple[int, int, int] | None:
 
 def _load_yaml(frontmatter: str, path: Path | None) -> dict[str, Any]:
     """The frontmatter's properties, read by YAML's safe loader."""
+    import yaml
+
     try:
-        data = yaml.load(frontmatter, Loader=_Loader)
+        data = yaml.load(frontmatter, Loader=_loader())
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or getattr(exc, "reason", None) or "unreadable"
         line = _yaml_error_line(exc, frontmatter)
@@ -178,7 +182,7 @@ def _load_yaml(frontmatter: str, path: Path | None) -> dict[str, Any]:
     return data
 
 
-def _yaml_error_line(exc: yaml.YAMLError, frontmatter: str) -> int | None:
+def _yaml_error_line(exc: Any, frontmatter: str) -> int | None:
     """The file line a YAML error points at."""
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     if mark is not None:
@@ -204,7 +208,6 @@ _FAST_LINE = re.compile(
 _FAST_ITEM = re.compile(r' *(?:"([^"\\]*)"|([^\s"\'\[\]{},#?][^\[\]{},#?]*?)) *([,\]])')
 _FAST_EMPTY_LIST = re.compile(r"\[ *\]")
 _FAST_CACHE: dict[str, Any] = {}  # plain scalar -> value; all such values are immutable
-_MAYBE_NOT_STR = frozenset(c for c in Resolver.yaml_implicit_resolvers if c)  # first characters
 
 
 def fast_meta(frontmatter: str) -> dict[str, Any] | None:
@@ -280,16 +283,100 @@ def _fast_plain(raw: str) -> Any:
     value = _FAST_CACHE.get(raw, _FAST_CACHE)
     if value is not _FAST_CACHE:
         return value
-    tag = _RESOLVER.resolve(ScalarNode, raw, (True, False))
-    try:
-        build = SafeConstructor.yaml_constructors[tag] if tag in _FAST_TAGS else None
-        value = build(_CONSTRUCTOR, ScalarNode(tag, raw)) if build else _NOT_FAST
-    except ValueError:  # an impossible date such as 2024-02-30: YAML reports it
-        value = _NOT_FAST
+    value = _plain_value(raw)
+    if value is _ASK_YAML:
+        value = _yaml_plain_value(raw)
     if len(_FAST_CACHE) > 10_000:  # ids and timestamps rarely repeat: keep the cache small
         _FAST_CACHE.clear()
     _FAST_CACHE[raw] = value
     return value
+
+
+# --- plain scalars: YAML 1.1's implicit types, for the shapes notes hold, without YAML --------
+
+_MAYBE_NOT_STR = frozenset("!&*+-.0123456789<=FNOTYfnoty~")  # the first characters YAML's resolver tests
+# The only words YAML 1.1 reads as other than text (the empty scalar is null too).
+_WORDS: dict[str, Any] = {
+    **dict.fromkeys("yes Yes YES true True TRUE on On ON".split(), True),
+    **dict.fromkeys("no No NO false False FALSE off Off OFF".split(), False),
+    **dict.fromkeys("null Null NULL ~".split(), None),
+}
+# Every character YAML's int, float and timestamp patterns accept: a scalar with any other is text.
+_NUMBER_CHARS = frozenset("0123456789_+-.:abcdefABCDEFxeEiInNfFtTZ \t")
+_COMMON_PLAIN = re.compile(
+    r"(-?(?:0|[1-9][0-9]*))|(-?[0-9]+\.[0-9]+)"  # decimal int, float
+    r"|([0-9]{4})-([0-9]{2})-([0-9]{2})"  # date, then an optional ISO time, fraction and zone
+    r"(?:T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{1,6}))?(?:(Z)|([-+])([0-9]{2}):([0-9]{2}))?)?"
+)
+_ASK_YAML = object()
+
+
+def _plain_value(raw: str) -> Any:
+    """What YAML's safe loader makes of the plain scalar `raw` (not empty), or _ASK_YAML when it
+    is a shape vaultmem never writes (octal, sexagesimal, `.inf`, a space before the zone...) or an
+    impossible date."""
+    first = raw[0]
+    if first not in _MAYBE_NOT_STR:
+        return raw
+    if first.isalpha() or first == "~":
+        return _WORDS.get(raw, raw)
+    if first in "<=!&*":  # merge, value and the never-plain indicators: YAML's own business
+        return _ASK_YAML if raw in ("<<", "=") or first in "!&*" else raw
+    if not _NUMBER_CHARS.issuperset(raw):
+        return raw
+    match = _COMMON_PLAIN.fullmatch(raw)
+    if match is None:
+        return _ASK_YAML
+    integer, real, year, month, day, hour, minute, second, fraction, utc, sign, tz_hour, tz_minute = match.groups()
+    if integer:
+        return int(integer)
+    if real:
+        return float(real)
+    try:
+        if hour is None:
+            return date(int(year), int(month), int(day))
+        zone = timezone.utc if utc else None
+        if sign:
+            offset = timedelta(hours=int(tz_hour), minutes=int(tz_minute))
+            zone = timezone(-offset if sign == "-" else offset)
+        micro = int(fraction.ljust(6, "0")) if fraction else 0
+        return datetime(int(year), int(month), int(day), int(hour), int(minute), int(second), micro, tzinfo=zone)
+    except ValueError:  # 2024-02-30: YAML reports it
+        return _ASK_YAML
+
+
+def _yaml_tag(raw: str) -> str:
+    """The tag YAML's resolver gives the plain scalar `raw`."""
+    from yaml.nodes import ScalarNode
+
+    return _resolver().resolve(ScalarNode, raw, (True, False))
+
+
+def _yaml_plain_value(raw: str) -> Any:
+    """The plain scalar `raw` resolved and built by YAML itself, or _NOT_FAST."""
+    from yaml.constructor import SafeConstructor
+    from yaml.nodes import ScalarNode
+
+    tag = _yaml_tag(raw)
+    try:
+        build = SafeConstructor.yaml_constructors[tag] if tag in _FAST_TAGS else None
+        return build(_constructor(), ScalarNode(tag, raw)) if build else _NOT_FAST
+    except ValueError:  # an impossible date such as 2024-02-30: YAML reports it
+        return _NOT_FAST
+
+
+@cache
+def _resolver() -> Any:
+    from yaml.resolver import Resolver
+
+    return Resolver()
+
+
+@cache
+def _constructor() -> Any:
+    from yaml.constructor import SafeConstructor
+
+    return SafeConstructor()
 
 
 # --- tags and links --------------------------------------------------------------------------
@@ -560,9 +647,8 @@ def _plain_ok(text: str, flow: bool) -> bool:
         return False
     if _NOT_PLAIN.search(text) or (flow and _NOT_PLAIN_IN_FLOW.search(text)):
         return False
-    if text[0] not in _MAYBE_NOT_STR:  # YAML only resolves a plain scalar to a non-string by its first character
-        return True
-    return _RESOLVER.resolve(ScalarNode, text, (True, False)) == _STR
+    value = _plain_value(text)
+    return isinstance(value, str) if value is not _ASK_YAML else _yaml_tag(text) == _STR
 
 
 def _double_quoted(text: str) -> str:
@@ -704,8 +790,10 @@ def _key_name(raw: str) -> str:
     """The property name a key spells (quotes and escapes resolved)."""
     if raw[0] not in ("'", '"'):
         return raw
+    import yaml
+
     try:
-        return str(yaml.load(raw, Loader=_Loader))
+        return str(yaml.load(raw, Loader=_loader()))
     except yaml.YAMLError:
         return raw
 
