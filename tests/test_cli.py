@@ -225,3 +225,24 @@ def test_the_fast_remember_path_skips_typer_and_numpy(tmp_path):
     assert probe.returncode == 0, probe.stderr
     assert json.loads(probe.stdout)["action"] == "created"
     assert "import 'typer'" not in probe.stderr and "import 'numpy'" not in probe.stderr
+    assert "import 'yaml'" not in probe.stderr  # notes are read and written without it
+
+
+def test_the_fast_paths_leave_without_teardown_and_lose_nothing(tmp_path):
+    """A one-off remember or recall ends with os._exit once its output is flushed: the note, the
+    day note and the index transaction must all be there for the next process, and errors keep
+    their exit code and message."""
+    root = str(tmp_path / "v")
+    run("init", root)
+    made = _subprocess("remember", "Deploy window is Friday 22:00 for CT2024-0876", "--vault", root, "--json")
+    assert made.returncode == 0, made.stderr
+    result = json.loads(made.stdout)  # the whole JSON document was flushed
+    assert result["action"] == "created" and (tmp_path / "v" / result["path"]).is_file()
+    assert list((tmp_path / "v" / "episodes").glob("*.md"))
+    found = _subprocess("recall", "deploy window", "--no-refresh", "--vault", root, "--json")
+    assert found.returncode == 0, found.stderr
+    assert [h["id"] for h in json.loads(found.stdout)] == [result["id"]]  # the index row was committed
+    again = _subprocess("remember", "Deploy window is Friday 22:00 for CT2024-0876", "--vault", root, "--json")
+    assert json.loads(again.stdout)["action"] == "unchanged"
+    refused = _subprocess("remember", "the admin secret", "--tag", "password", "--vault", root)
+    assert refused.returncode == 1 and refused.stderr.startswith("Error:") and refused.stdout == ""

@@ -1,5 +1,6 @@
 """`python -m vaultmem` and the `vaultmem` console script."""
 
+import os
 import sys
 
 
@@ -12,10 +13,27 @@ def main() -> None:
         fast = console.fast_recall if argv[0] == "recall" else console.fast_remember
         code = fast(argv[1:])
         if code is not None:
-            sys.exit(code)
+            _leave(code)
     from .cli import app
 
     app(prog_name="vaultmem")
+
+
+def _leave(code: int) -> None:
+    """End a one-off command without the interpreter's teardown.
+
+    By now every note, day note and log line the command wrote is closed (and synced where it
+    must be), and its index transaction committed. What teardown would add is freeing every
+    module (~25 ms) and SQLite's checkpoint of its write-ahead log on close (~15-30 ms with its
+    syncs): together a fifth of a `remember`. The log stays for the next writer to checkpoint, as
+    after any crash, which SQLite is built for.
+    """
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:  # `vaultmem recall … | head -1`: the reader left, nothing is lost
+        pass
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -125,7 +125,9 @@ def _print_explain(result) -> None:
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, add_help=False, exit_on_error=False)
+    # a fixed width: argparse would import shutil (~5 ms) to measure a terminal it never prints to here
+    p = argparse.ArgumentParser(prog=prog, add_help=False, exit_on_error=False,
+                                formatter_class=lambda prog: argparse.HelpFormatter(prog, width=80))
     p.error = lambda message: (_ for _ in ()).throw(_Unparsed(message))  # type: ignore[method-assign]
     p.add_argument("--vault", "-V")
     p.add_argument("--json", dest="json_out", action="store_true")

@@ -16,7 +16,6 @@ from __future__ import annotations
 import fcntl
 import operator
 import os
-import shutil
 import sqlite3
 import stat
 import threading
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import text
 from .events import log_files, read_new_lines
+from .files import remove_tree
 from .records import Record, build_records, encode_terms, index_terms
 
 if TYPE_CHECKING:  # numpy and the snapshot load only when postings are built or read: a write does neither
@@ -172,7 +172,7 @@ class Index:
             for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
                 conn.execute(f'DROP TABLE "{table}"')
         for gen in self.cache_dir.glob("gen-*"):
-            shutil.rmtree(gen, ignore_errors=True)
+            remove_tree(gen)
 
     @contextmanager
     def _write_lock(self):
@@ -471,7 +471,7 @@ class Index:
         for gen in self.cache_dir.glob("gen-*"):
             suffix = gen.name[4:]
             if suffix.isdigit() and int(suffix) < current - 1:
-                shutil.rmtree(gen, ignore_errors=True)
+                remove_tree(gen)
 
     # -- events --------------------------------------------------------------------------------
     def fold_events(self) -> None:

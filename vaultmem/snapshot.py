@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import mmap
 import os
-import shutil
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
@@ -14,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from . import text
-from .files import fsync_path
+from .files import fsync_path, remove_tree
 from .records import link_key
 
 NUMERIC = ("score", "ts")
@@ -105,7 +104,7 @@ def write_generation(folder: Path, postings: PostingsBuilder, columns: dict[str,
         sketches: each document's near-duplicate keys (a list of ints, or them as stored: space-separated).
     """
     tmp = folder.with_name(folder.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
+    remove_tree(tmp)
     tmp.mkdir(parents=True)
     postings.write(tmp)
     _write_sketches(tmp, sketches)
@@ -121,7 +120,7 @@ def write_generation(folder: Path, postings: PostingsBuilder, columns: dict[str,
     (tmp / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
     for path in tmp.iterdir():
         fsync_path(path)
-    shutil.rmtree(folder, ignore_errors=True)
+    remove_tree(folder)
     os.replace(tmp, folder)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import threading
 import time
 import unicodedata
@@ -137,6 +136,8 @@ class Vault:
         for template in sorted(source.glob("*.md")):
             target = self.folders["templates"] / template.name
             if not target.exists():
+                import shutil  # here: a one-off command never needs it (~6 ms to import)
+
                 shutil.copyfile(template, target)
 
     # -- index ---------------------------------------------------------------------------------
