@@ -35,7 +35,6 @@ import functools
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from decimal import Decimal
 from operator import attrgetter
 from typing import Any
 
@@ -127,9 +126,13 @@ _DURATION = (r"(?:\s*[,，]?\s*(?:持续|for|lasting|over)\s*(?P<dur>\d+)\s*"
 _EN_COUNTS = "an?|one|two|three|four|five|six|seven|eight|nine|ten"
 # Every alternative starts with a literal (no leading group), so the scan skips ahead to candidates;
 # the normaliser parses the matched words. 后天/前天 inside 之后天气, 以前天… are not dates.
-_RELATIVE = "|".join([
+# Two rules, one per language: their matches cannot overlap, and an English text then never
+# compiles the Chinese half (~3 ms of a one-off `remember`).
+_RELATIVE_ZH = "|".join([
     "大后天", "今天", "明天", "昨天", "后天(?<![之以最然先]..)(?![气然空才生性])", "前天(?<![之以最然先]..)(?![气然空才生性])",
     *(f"{w}个?(?:周|星期|礼拜)[一二三四五六日天]" for w in "上下本这"),
+])
+_RELATIVE_EN = "|".join([
     "today(?![a-z])", "tomorrow(?![a-z])", "yesterday(?![a-z])",
     *(rf"{w}\s+(?:mon|tues|wednes|thurs|fri|satur|sun)day(?![a-z])" for w in ("next", "this", "last")),
     rf"in\s+(?:\d{{1,3}}|{_EN_COUNTS})\s+(?:days?|weeks?)(?![a-z])",
@@ -144,7 +147,8 @@ _PREFIX_CURRENCY_NEEDS = ("¥", "￥", "$", "€", "£", "人民币", "rmb", "cn
 _SUFFIX_CURRENCY_NEEDS = ("元", "人民币", "美金", "英镑", "港币", "rmb", "cny", "usd", "eur", "gbp", "jpy", "hkd", "dollar")
 _MONTH_NEEDS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 # Every relative date holds one of these (weekdays end in "day"), so most texts skip the regex.
-_RELATIVE_NEEDS = ("天", "周", "星期", "礼拜", "day", "tomorrow", "week")
+_RELATIVE_ZH_NEEDS = ("天", "周", "星期", "礼拜")
+_RELATIVE_EN_NEEDS = ("day", "tomorrow", "week")
 
 # Order is precedence: a span belongs to the first rule that matches it, so specific before general.
 BUILTIN_RULES: tuple[Rule, ...] = (
@@ -175,7 +179,8 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     _rule("date", r"(?P<m>\d(?<!\d\d)\d?)\s*月\s*(?P<d>\d\d?)\s*[日号]", "ymd", needs=("月",), boundary=True),
     _rule("date", _DAY + r"\s+" + _MONTH + _YEAR, "ymd", needs=_MONTH_NEEDS, boundary=True),
     _rule("date", _MONTH + r"\s+" + _DAY + _YEAR, "ymd", needs=_MONTH_NEEDS, boundary=True),
-    _rule("date", _RELATIVE, "relative", needs=_RELATIVE_NEEDS, digit=False, lower=True, boundary=True),
+    _rule("date", _RELATIVE_ZH, "relative", needs=_RELATIVE_ZH_NEEDS, digit=False, lower=True, boundary=True),
+    _rule("date", _RELATIVE_EN, "relative", needs=_RELATIVE_EN_NEEDS, digit=False, lower=True, boundary=True),
     _rule("date", _DAYS_LATER, "days_later", needs=("后",), digit=False),
     _rule("phone", r"(?P<v>1[3-9]\d(?:[ -]?\d{4}){2})(?![ -]?\d)", "mobile", boundary=True),
     _rule("phone", r"\+\d{1,3}(?:[ -]?\(?\d{1,4}\)?){2,5}(?![ -]?\d)", "intl_phone", needs=("+",), boundary=True),
@@ -208,7 +213,7 @@ class Extractor:
         self._cue_phrases = frozenset(v for p in self._cue_kinds for v in (p, p.replace("'", "’")))
         # a name cue in the text is in low in lower case: texts with none of these skip cue_names()
         self._name_hints = frozenset(w.lower() for w in _NAME_CUE_WORDS)
-        self._words = {d: _Words(self._gate_words[d] | self._cue_phrases | self._name_hints) for d in (True, False)}
+        self._words: dict[bool, _Words] = {}  # [has a digit]: made on first need, as a one-off text needs one
         self._steps: list[_Step | None] = [None] * len(self.rules)  # made when a rule first runs
         self._plans: dict[tuple[bool, frozenset[str]], tuple[_Step, ...]] = {}
 
@@ -233,7 +238,10 @@ class Extractor:
         if len(low) != len(text):  # a few letters lower into two characters: keep the spans aligned
             low = "".join(c if len(c.lower()) > 1 else c.lower() for c in text)
         has_digit = _DIGIT.search(text) is not None
-        found = self._words[has_digit].found(low)
+        words = self._words.get(has_digit)
+        if words is None:
+            words = self._words[has_digit] = _Words(self._gate_words[has_digit] | self._cue_phrases | self._name_hints)
+        found = words.found(low)
         values = self._values(text, low, now, has_digit, found)
         names = [] if self._name_hints.isdisjoint(found) else cue_names(text)
         return _frozen(Extraction, values=values, cues=self._cues(low, found), names=names)
@@ -298,7 +306,7 @@ class _Words:
         self._empty = frozenset(w for w in words if not w)  # "" is in every text
         words -= self._empty
         ascii_first = {w for w in words if w[0].isascii()}
-        self._scans = [re.compile(_alternation(part)) for part in (ascii_first, words - ascii_first) if part]
+        self._scans = [LazyPattern(_alternation(part)) for part in (ascii_first, words - ascii_first) if part]
         self._ascii_scans = self._scans[:1] if ascii_first else []
         self._inside = {u: frozenset(w for w in words if w in u) for u in words}
         starts: dict[str, list[str]] = {}  # each proper beginning of a word -> the words beginning so
@@ -411,11 +419,11 @@ def _stands_alone(s: str, start: int, end: int) -> bool:
 
 # Searched in the DUE_CHARS before a date. Each alternative starts with its word, so the regex engine skips
 # ahead to the words ("(?<![a-z])by" would make it try every position): "by" not after a letter is "by(?<![a-z]by)".
-_DUE_BEFORE = re.compile("|".join([
+_DUE_BEFORE = LazyPattern("|".join([
     *(rf"{word}[^。.;；!?！？\n]{{0,10}}$" for word in ("截止", "截至", "期限", "最晚", "最迟", "deadline", "due")),
     *(rf"{word}(?<![a-z]{word})\s+(?:the\s+|on\s+)?$" for word in ("by", "before", "no later than")),
 ]))
-_DUE_AFTER = re.compile(r"\s*(?:之前|以前|前(?![往进面])|截止|为止)")
+_DUE_AFTER = LazyPattern(r"\s*(?:之前|以前|前(?![往进面])|截止|为止)")
 
 
 def _date_kind(low: str, start: int, end: int) -> str:
@@ -522,6 +530,8 @@ _MULTIPLIERS = {"百万": 10**6, "千万": 10**7, "万": 10**4, "亿": 10**8, "�
 
 def _amount(m: re.Match[str], now: dt.datetime) -> str:
     """"<number> <currency>" with the multiplier applied: "5万元" -> "50000 CNY", "$1,200.50" -> "1200.50 USD"."""
+    from decimal import Decimal  # here: few memories hold an amount (~3 ms to import)
+
     number = Decimal(m.group("num").replace(",", "")) * _MULTIPLIERS.get((m.group("mult") or "").lower(), 1)
     shown = str(int(number)) if number == number.to_integral_value() else f"{number:f}"
     return f"{shown} {_CURRENCIES[m.group('cur').strip().lower()]}"
@@ -597,14 +607,14 @@ def _merged_cues(extra: Mapping[str, Iterable[str]]) -> dict[str, tuple[str, ...
     return merged
 
 
-def _cue_matcher(cues: Mapping[str, Iterable[str]]) -> tuple[re.Pattern[str], dict[str, str]]:
+def _cue_matcher(cues: Mapping[str, Iterable[str]]) -> tuple[LazyPattern, dict[str, str]]:
     """One alternation of every phrase for the lower-cased text, and phrase -> kind.
 
     Longest first, so "always remember" wins over "always"; apostrophes may be curly.
     """
     kinds = {p.strip().lower(): kind for kind, phrases in cues.items() for p in phrases}
     parts = [re.escape(p).replace("'", "['’]") for p in sorted(kinds, key=len, reverse=True)]
-    return re.compile("|".join(parts)), kinds
+    return LazyPattern("|".join(parts)), kinds  # compiled when a text first holds a cue
 
 
 # ---------------------------------------------------------------- names
@@ -620,10 +630,10 @@ _SURNAMES = frozenset(
 _AFTER_NAME = frozenset("的是在和与及说要了也都把被给让对从向就还又会想称表已后前这那合电手邮地公提签付买订"
                         "来去打发问喜不没很最刚每再才只希需请先女总所家为之等们于将到")
 _NAME_CUE_WORDS = ("客户", "联系人", "先生", "女士", "总", "customer", "client", "Mr", "Ms", "Dr")
-_NAME_CUES = re.compile(_alternation(_NAME_CUE_WORDS))
-_CN_NAME_AFTER = re.compile(r"(?:客户|联系人\s*[：:])\s*([\u4e00-\u9fff]{2,3})")
-_CN_TITLE = re.compile(r"先生|女士|总(?![是监裁经部结共计体之额量数会括统账价和要算能])")
-_EN_NAME = re.compile(r"(?:(?:customer|client)\s+(?P<full>[A-Z][a-z]+ [A-Z][a-z]+)"
+_NAME_CUES = LazyPattern(_alternation(_NAME_CUE_WORDS))
+_CN_NAME_AFTER = LazyPattern(r"(?:客户|联系人\s*[：:])\s*([\u4e00-\u9fff]{2,3})")
+_CN_TITLE = LazyPattern(r"先生|女士|总(?![是监裁经部结共计体之额量数会括统账价和要算能])")
+_EN_NAME = LazyPattern(r"(?:(?:customer|client)\s+(?P<full>[A-Z][a-z]+ [A-Z][a-z]+)"
                       r"|(?:Mr|Ms|Mrs|Dr)\.?\s+(?P<name>[A-Z][a-z]+(?: [A-Z][a-z]+)?))(?![A-Za-z])")
 
 
@@ -655,7 +665,7 @@ def _name_before(text: str, end: int) -> str | None:
     return chars[-2:] if len(chars) >= 2 and chars[-2] in _SURNAMES else None
 
 
-_HAN_TAIL = re.compile(r"[\u4e00-\u9fff]*$")
+_HAN_TAIL = LazyPattern(r"[\u4e00-\u9fff]*$")
 
 
 # ---------------------------------------------------------------- importance (SPEC §6.3)

@@ -22,7 +22,7 @@ from . import text
 from .errors import UnsafePath, VaultmemError, WriteConflict
 from .note import parse_note, render_new, update_fields
 from .records import content_hash
-from .text import _CJK  # one definition of "CJK" for the tokenizer and the linker
+from .text import _CJK, LazyPattern  # one definition of "CJK" for the tokenizer and the linker
 from .vault import new_ulid, safe_filename
 
 if TYPE_CHECKING:
@@ -35,12 +35,13 @@ RETRIES = 5
 _FEW_KEYS = 32  # up to this many keys, a substring test per key beats tokenising the body
 _PENDING_CHARS = 32  # first characters learnt since the last compile, searched one by one meanwhile
 
-_CJK_CHAR = re.compile(f"[{_CJK}]")
+_CJK_CHAR = LazyPattern(f"[{_CJK}]")
 # A run of Latin word characters (letters, digits, '_' of any non-CJK script). A name needs a
 # boundary against them on both sides; CJK text has no word boundaries at all.
-_LATIN_RUN = re.compile(f"[^\\W{_CJK}]+")
+_LATIN_RUN_RE = f"[^\\W{_CJK}]+"
+_LATIN_RUN = LazyPattern(_LATIN_RUN_RE)
 # Text a link must never be put into, each pattern tried only when its hint is in the body.
-_PROTECTED = tuple((hint, re.compile(pattern, re.MULTILINE | re.DOTALL)) for hint, pattern in (
+_PROTECTED = tuple((hint, LazyPattern(pattern, re.MULTILINE | re.DOTALL)) for hint, pattern in (
     ("```", r"^[ \t]{0,3}(`{3,}).*?(?:\n[ \t]{0,3}\1`*[ \t]*(?=\n|\Z)|\Z)"),  # fenced code
     ("~~~", r"^[ \t]{0,3}(~{3,}).*?(?:\n[ \t]{0,3}\1~*[ \t]*(?=\n|\Z)|\Z)"),
     ("`", r"(?<!`)(`+)(?!`).+?(?<!`)\1(?!`)"),  # inline code
@@ -244,7 +245,7 @@ class EntityMatcher:
             return [key for key in chain(self._by_word, self._by_char) if key in folded]
         if self._tokens is None or len(self._pending) > _PENDING_CHARS:
             chars = "".join(map(re.escape, self._by_char))
-            self._tokens = re.compile(_LATIN_RUN.pattern + (f"|[{chars}]" if chars else ""))
+            self._tokens = re.compile(_LATIN_RUN_RE + (f"|[{chars}]" if chars else ""))
             self._pending = set()
         return {*self._tokens.findall(folded), *(c for c in self._pending if c in folded)}
 

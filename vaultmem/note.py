@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from vaultmem.errors import NoteFormatError
+from vaultmem.text import LazyPattern
 
 __all__ = ["DELETE", "Note", "extract_inline_tags", "extract_links", "fast_meta", "parse_note", "render_new",
            "update_fields"]
@@ -195,17 +196,17 @@ def _yaml_error_line(exc: Any, frontmatter: str) -> int | None:
 
 _NOT_FAST = object()
 # tabs and lone CRs are where PyYAML's and libyaml's readings part; such notes go the slow way
-_FAST_UNSAFE = re.compile("[\x00-\x09\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]|\r(?!\n)")
+_FAST_UNSAFE = LazyPattern("[\x00-\x09\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]|\r(?!\n)")
 # a plain scalar runs to the end of the line or to a ' #' comment; spelt without backtracking
 _PLAIN_RE = r"""[^\s"'\[\]{}\#][^ \r\n]*(?:[ ]+[^ \#\r\n][^ \r\n]*)*"""
 # groups: the whole line, key, its value, '-' of a block-list item (with indent), the item's value
-_FAST_LINE = re.compile(
+_FAST_LINE = LazyPattern(
     rf"""( [ ]*\r?\n | \#.*\n
     | (\w[\w.-]*(?:[ ][\w.-]+)*):(?:[ ]+("[^"\\\n]*"|'[^'\n]*'|\[.*?\]|{_PLAIN_RE}))?(?:[ ]+\#.*)?[ ]*\r?\n
     | ([ ]*-)(?:[ ]+("[^"\\\n]*"|'[^'\n]*'|{_PLAIN_RE}))?(?:[ ]+\#.*)?[ ]*\r?\n )""",
     re.VERBOSE,
 )
-_FAST_ITEM = re.compile(r' *(?:"([^"\\]*)"|([^\s"\'\[\]{},#?][^\[\]{},#?]*?)) *([,\]])')
+_FAST_ITEM = LazyPattern(r' *(?:"([^"\\]*)"|([^\s"\'\[\]{},#?][^\[\]{},#?]*?)) *([,\]])')
 _FAST_EMPTY_LIST = re.compile(r"\[ *\]")
 _FAST_CACHE: dict[str, Any] = {}  # plain scalar -> value; all such values are immutable
 
@@ -303,7 +304,7 @@ _WORDS: dict[str, Any] = {
 }
 # Every character YAML's int, float and timestamp patterns accept: a scalar with any other is text.
 _NUMBER_CHARS = frozenset("0123456789_+-.:abcdefABCDEFxeEiInNfFtTZ \t")
-_COMMON_PLAIN = re.compile(
+_COMMON_PLAIN = LazyPattern(
     r"(-?(?:0|[1-9][0-9]*))|(-?[0-9]+\.[0-9]+)"  # decimal int, float
     r"|([0-9]{4})-([0-9]{2})-([0-9]{2})"  # date, then an optional ISO time, fraction and zone
     r"(?:T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{1,6}))?(?:(Z)|([-+])([0-9]{2}):([0-9]{2}))?)?"
@@ -387,11 +388,11 @@ _TAG_CHARS = (
     r"\u0900-\u0dff\u0e00-\u0eff\u1ab0-\u1aff\u1dc0-\u1dff\u200c\u200d\u20d0-\u20ff\u3099\u309a"
     r"\ufe00-\ufe0f\ufe20-\ufe2f"
 )
-_INLINE_TAG = re.compile(rf"#(?<!\S#)([{_TAG_CHARS}]+)")  # '#' first: a fast literal scan
+_INLINE_TAG = LazyPattern(rf"#(?<!\S#)([{_TAG_CHARS}]+)")  # '#' first: a fast literal scan
 _WIKILINK = re.compile(r"\[\[([^\[\]\n]+?)\]\]")
 _TAG_SPLIT = re.compile(r"[,\s]+")
 _LINE_BREAK = re.compile(r"(\r\n?|\n)")  # as markdown-it counts lines
-_CODE_SPAN = re.compile(r"(?<![`\\])(`+)(?!`).+?(?<!`)\1(?!`)", re.DOTALL)
+_CODE_SPAN = LazyPattern(r"(?<![`\\])(`+)(?!`).+?(?<!`)\1(?!`)", re.DOTALL)
 _FENCE = re.compile("```|~~~")
 
 
@@ -500,10 +501,10 @@ def _unique(items: Iterable[str]) -> list[str]:
 # --- writing values --------------------------------------------------------------------------
 
 _SCALAR_TYPES = (str, int, float, date, type(None))  # bool is an int, datetime a date
-_ESCAPE = re.compile(f'[\\\\"{_UNPRINTABLE}]')
-_ESCAPE_IN_SINGLE = re.compile(f"[{_UNPRINTABLE}]")
+_ESCAPE = LazyPattern(f'[\\\\"{_UNPRINTABLE}]')
+_ESCAPE_IN_SINGLE = LazyPattern(f"[{_UNPRINTABLE}]")
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-_NOT_PLAIN = re.compile(f"[{_UNPRINTABLE}]|:\\s|:$|\\s#")
+_NOT_PLAIN = LazyPattern(f"[{_UNPRINTABLE}]|:\\s|:$|\\s#")
 _NOT_PLAIN_IN_FLOW = re.compile(r"[,\[\]{}?]")  # pure-Python PyYAML also ends a flow scalar at '?'
 
 
@@ -658,7 +659,7 @@ def _double_quoted(text: str) -> str:
 
 # --- editing ---------------------------------------------------------------------------------
 
-_KEY_LINE = re.compile(
+_KEY_LINE = LazyPattern(
     r"""("(?:[^"\\\r\n]|\\.)*"|'(?:[^'\r\n]|'')*'"""
     r"""|(?:[^\s#'"?:,\[\]{}&*!|>%@`\-]|-(?=\S))(?:[^:\r\n]|:(?![ \t\r\n]))*?)[ \t]*:(?=[ \t\r\n]|$)"""
 )

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .vault import Vault
 
 HIDDEN_STATUSES = ("superseded", "archived", "candidate")
-_RECENT = re.compile(r"\b(latest|recent|recently|newest|last time|lately|most recent)\b|最近|上次|最新|近来|近期|刚才")
+_RECENT = text.LazyPattern(r"\b(latest|recent|recently|newest|last time|lately|most recent)\b|最近|上次|最新|近来|近期|刚才")
 _MAX_ENTITY_HITS = 8
 
 

@@ -61,25 +61,51 @@ STOPWORDS: frozenset[str] = frozenset((_ENGLISH_STOPWORDS + _CJK_STOPWORDS).spli
 "may" is not one: the month ("May 2022") outweighs the modal verb.
 """
 
+class LazyPattern:
+    """A regex compiled on first use: a one-off `remember` runs few of the write pipeline's rules,
+    and compiling them all costs more (~0.1 s here) than the rest of it.
+
+    The first use binds the compiled pattern's methods into the slots below: from then on a call
+    such as `.search(...)` costs what it costs on the pattern itself.
+    """
+
+    __slots__ = ("_args", "findall", "finditer", "flags", "fullmatch", "groupindex", "groups", "match", "pattern",
+                 "search", "split", "sub", "subn")
+
+    def __init__(self, *args: Any):
+        self._args = args
+
+    def __getattr__(self, name: str) -> Any:  # only reached while a slot is empty: before first use
+        if name.startswith("__"):
+            raise AttributeError(name)
+        compiled = re.compile(*self._args)
+        for slot in LazyPattern.__slots__[1:]:
+            setattr(self, slot, getattr(compiled, slot))
+        return getattr(compiled, name)
+
+    def __reduce__(self) -> tuple:
+        return LazyPattern, self._args  # a worker process compiles it again on first use
+
+
 # Han (with 々〆〇), kana (without the ・ separator), Hangul; \w covers every other script.
 _CJK = (
     "\u1100-\u11ff\u2e80-\u2fdf\u3005-\u3007\u3040-\u309f\u30a0-\u30fa\u30fc-\u30ff"
     "\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7ff"
     "\uf900-\ufaff\U00020000-\U0003ffff"
 )
-_CJK_RUN = re.compile(f"([{_CJK}]+)")
+_CJK_RUN = LazyPattern(f"([{_CJK}]+)")
 # A word may hold '-' or '.' between word characters: ids, dates and hostnames also stay whole.
 _WORD = re.compile(r"\w+(?:[-.]\w+)*")
 _JOINERS = re.compile(r"[-._]+")
 # Hyphenated letters (dairy-free) count as their parts only, not also whole: the compound then
 # weighs no more than its words would. Ids, codes and hostnames (CT2024-0876, ERR_4031,
 # api.example.com) and words with a one-letter part (x-ray) are also kept whole.
-_PLAIN_COMPOUND = re.compile(r"[^\W\d_]{2,}(?:-[^\W\d_]{2,})+")
+_PLAIN_COMPOUND = LazyPattern(r"[^\W\d_]{2,}(?:-[^\W\d_]{2,})+")
 # Common full-width punctuation in Chinese text; replacing it first spares a full NFKC pass.
 _FULL_WIDTH = {c: unicodedata.normalize("NFKC", c) for c in "，：；！？（）～\u3000"}
 
 _WIKILINK = re.compile(r"\[\[([^\]|#]*)(?:#([^\]|]*))?(?:\|([^\]]*))?\]\]")
-_LINE_MARKERS = re.compile(r"\n[ \t]*(?:(?:#{1,6}|[-*+]|\d+[.)]|>)[ \t]+(?:\[.\][ \t]+)?)+")
+_LINE_MARKERS = LazyPattern(r"\n[ \t]*(?:(?:#{1,6}|[-*+]|\d+[.)]|>)[ \t]+(?:\[.\][ \t]+)?)+")
 # Emphasis markers touch a word on one side only; '_' inside ERR_4031 or snake_case is content.
 _EMPHASIS = re.compile(r"(?<!\w)[*_]+|[*_]+(?!\w)")
 
@@ -198,7 +224,7 @@ def _nfkc(text: str) -> str:
 
 def _terms(norm: str, chunk_terms: Callable[[str], Iterable[str]]) -> list[str]:
     """Return the terms of normalised text: word chunks through chunk_terms, then CJK n-grams."""
-    parts = [norm] if norm.isascii() else _CJK_RUN.split(norm)
+    parts = [norm] if norm.isascii() or max(norm) < _CJK[0] else _CJK_RUN.split(norm)
     # Even parts are the text between CJK runs, odd parts the runs; map() keeps the loops in C.
     found = list(chain.from_iterable(map(chunk_terms, " ".join(parts[::2]).split())))
     found.extend(chain.from_iterable(map(_cjk_terms, parts[1::2])))
@@ -311,22 +337,3 @@ def _irregular_table() -> dict[str, str]:
 
 
 _IRREGULAR.update(_irregular_table())
-
-
-class LazyPattern:
-    """A regex compiled on first use: a one-off `remember` runs few of the write pipeline's rules,
-    and compiling them all costs more (~0.1 s here) than the rest of it."""
-
-    __slots__ = ("_args", "_compiled")
-
-    def __init__(self, *args: Any):
-        self._args = args
-        self._compiled: re.Pattern[str] | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        if self._compiled is None:
-            self._compiled = re.compile(*self._args)
-        return getattr(self._compiled, name)
-
-    def __reduce__(self) -> tuple:
-        return LazyPattern, self._args  # a worker process compiles it again on first use
