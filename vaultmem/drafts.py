@@ -175,16 +175,14 @@ class Drafter:
 
     def render(self, draft: Draft, supersedes: str = "") -> None:
         """The note's bytes and index record (again, with `supersedes: "[[title]]"`, when it replaces one)."""
-        from .note import Note, render_new
-        from .records import build_record
+        from .note import render_new
+        from .records import rendered_record
 
         draft.supersedes = supersedes
         meta, body = draft.fields()
-        content = render_new(meta, body)
-        note = Note(None, content, meta, body, "\n", True, len(content) - len(body))
-        draft.data = content.encode("utf-8")
-        draft.record = build_record(draft.data, f"{draft.folder}/{draft.stem}.md", "memory", draft.folder,
-                                    (0, len(draft.data)), self.defaults, draft.keys or None, note, draft.plain)
+        draft.data = render_new(meta, body).encode("utf-8")
+        draft.record = rendered_record(draft.data, meta, body, f"{draft.folder}/{draft.stem}.md", draft.folder,
+                                       (0, len(draft.data)), self.defaults, draft.keys or None, draft.plain)
         # one string instead of ~60 dict entries: a batch holds 100,000 of these until the index takes them
         draft.record.terms = encode_terms(draft.record.terms)
 

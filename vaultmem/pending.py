@@ -36,6 +36,7 @@ class _Pending:
     edits: list[Edit] = field(default_factory=list)  # since it was read: made again over a person's save
     source: Callable[[], tuple[dict[str, Any], str]] | None = None  # a new note's properties and body
     fields: tuple[dict[str, Any], str] | None = None  # a new note's properties and body, once edited
+    role: str = ""                  # a new note's folder role (memories, inbox)
 
 
 class PendingNotes:
@@ -54,10 +55,10 @@ class PendingNotes:
     def __contains__(self, rel: str) -> bool:
         return rel in self._open
 
-    def create(self, rel: str, data: bytes, record: Record, source: Callable[[], tuple[dict, str]]) -> None:
-        """A new note, to be written under `rel` (reserved by the caller) or the next free name;
-        source() gives the properties and body it was rendered from."""
-        self._open[rel] = _Pending(data, None, record, source=source)
+    def create(self, rel: str, data: bytes, record: Record, source: Callable[[], tuple[dict, str]], role: str) -> None:
+        """A new note in folder role `role`, to be written under `rel` (reserved by the caller) or
+        the next free name; source() gives the properties and body it was rendered from."""
+        self._open[rel] = _Pending(data, None, record, source=source, role=role)
 
     def edit(self, rel: str, edit: Edit) -> tuple[dict[str, Any], str]:
         """Change a note (waiting, or read from disk now); returns its new properties and body.
@@ -130,7 +131,12 @@ class PendingNotes:
             raise VaultmemError(f"no free file name for {stem!r} in {folder}")
         final = f"{under}/{name}"
         record = pending.record
-        if record is not None:
+        if record is None and pending.fields is not None:  # edited while it waited: rendered again, not parsed
+            from .records import rendered_record
+
+            record = rendered_record(pending.data, *pending.fields, final, pending.role, (st.st_mtime_ns, st.st_size),
+                                     self.vault.config["defaults"])
+        elif record is not None:
             record.mtime_ns, record.size = st.st_mtime_ns, st.st_size
             if final != rel:
                 record.path = final

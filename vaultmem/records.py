@@ -130,6 +130,18 @@ def build_record(data: bytes, relpath: str, kind: str, folder: str, stat: tuple[
     return rec
 
 
+def rendered_record(data: bytes, meta: dict[str, Any], body: str, relpath: str, folder: str,
+                    stat: tuple[int, int], defaults: dict[str, Any], sketch: list[int] | None = None,
+                    plain: str | None = None) -> Record:
+    """The record of a memory note vaultmem has just rendered (note.render_new) from these
+    properties and body: what parsing `data` would give, without parsing it."""
+    from .note import Note
+
+    content = data.decode("utf-8")
+    note = Note(None, content, meta, body, "\n", True, len(content) - len(body))
+    return build_record(data, relpath, "memory", folder, stat, defaults, sketch, note, plain)
+
+
 def _fill_from_note(rec: Record, meta: dict[str, Any], body: str, tags: list[str], aliases: list[str],
                     links: list[str], folder: str, mtime: float, defaults: dict[str, Any],
                     plain: str | None = None) -> str:

@@ -400,8 +400,9 @@ class Writer:
         tried = (draft.folder, draft.stem.casefold())  # a batch repeats titles: start after the last one taken
         for attempt in range(self._tried.get(tried, 0), 10_000):
             name = numbered_name(draft.stem, attempt)
-            if (name.casefold() in taken or os.path.lexists(where + name)
-                    or (self.durable and self.vault.index.path_taken(under + name))):
+            # a batch listed the folder: a file made since then is found by the exclusive create at flush
+            if name.casefold() in taken or (self.durable and (os.path.lexists(where + name)
+                                                              or self.vault.index.path_taken(under + name))):
                 continue
             taken.add(name.casefold())
             self._tried[tried] = attempt + 1
@@ -409,7 +410,7 @@ class Writer:
             rec.path = under + name
             if attempt:  # the title is the file name: its words are index terms
                 retitle(rec, name[:-3])
-            self._pending.create(rec.path, draft.data, rec, draft.fields)
+            self._pending.create(rec.path, draft.data, rec, draft.fields, draft.folder)
             self._changed[rec.path] = None
             if len(self._pending) >= PENDING_MAX:
                 self._pending.flush()
