@@ -13,6 +13,7 @@ import gc
 import re
 from collections import deque
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields as dataclass_fields
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,8 @@ from .records import Record, encode_terms
 from .vault import new_ulid, safe_filename
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
     from .extract import Extraction, Extractor
     from .links import EntityMatcher
     from .policy import Policy
@@ -192,26 +195,39 @@ class Drafter:
         redacted.extend(f.kind for f in found)
         return cleaned
 
-    def draft_all(self, items: list[tuple[str, dict[str, Any]]]) -> Iterator[Draft]:
-        """Drafts of checked items, in order: in worker processes for a large batch on several cores,
-        a few chunks ahead of the caller (never the whole batch in memory at once)."""
-        from .workers import process_pool, worker_count
-
-        workers = worker_count()
-        if workers < 2 or len(items) < PARALLEL_MIN:
+    def draft_all(self, items: list[tuple[str, dict[str, Any]]], pool: Executor | None = None) -> Iterator[Draft]:
+        """Drafts of checked items, in order: in `pool` (see worker_pool) when given, a few chunks
+        ahead of the caller (never the whole batch in memory at once)."""
+        if pool is None:
             for body, fields in items:
                 yield self.draft(body, fields)
             return
-        chunks = [items[i:i + CHUNK] for i in range(0, len(items), CHUNK)]
-        preload = ["vaultmem.drafts", "vaultmem.extract", "vaultmem.policy", "vaultmem.links"]
-        with process_pool(workers, preload, _adopt, (self,)) as pool:
-            pending: deque = deque()
-            for chunk in chunks:
-                pending.append(pool.submit(_draft_chunk, chunk))
-                if len(pending) > 3 * workers:
-                    yield from pending.popleft().result()
-            while pending:
+        from .workers import worker_count
+
+        ahead = 3 * worker_count()
+        pending: deque = deque()
+        for i in range(0, len(items), CHUNK):
+            pending.append(pool.submit(_draft_chunk, items[i:i + CHUNK]))
+            if len(pending) > ahead:
                 yield from pending.popleft().result()
+        while pending:
+            yield from pending.popleft().result()
+
+
+@contextmanager
+def worker_pool(drafter: Drafter, items: int) -> Iterator[Executor | None]:
+    """Worker processes for a batch of `items` memories, one per core, each holding `drafter`; None
+    for a small batch or a single core. They draft, and at the end build the index records the
+    writer would otherwise build alone (Writer.finish)."""
+    from .workers import process_pool, worker_count
+
+    workers = worker_count()
+    if workers < 2 or items < PARALLEL_MIN:
+        yield None
+        return
+    preload = ["vaultmem.drafts", "vaultmem.extract", "vaultmem.policy", "vaultmem.links"]
+    with process_pool(workers, preload, _adopt, (drafter,)) as pool:
+        yield pool
 
 
 _worker_drafter: Drafter | None = None
@@ -239,4 +255,4 @@ def _explanation(extraction: Extraction, parts: list, trust: str, staged: bool, 
 
 _RECORD_FIELDS = tuple(f.name for f in dataclass_fields(Record))
 
-__all__ = ["Draft", "Drafter", "KEY_ORDER", "make_title", "parse_time", "union"]
+__all__ = ["Draft", "Drafter", "KEY_ORDER", "make_title", "parse_time", "union", "worker_pool"]

@@ -21,9 +21,12 @@ from .errors import VaultmemError, WriteConflict
 from .records import content_hash, retitle
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
     from .records import Record
     from .vault import Vault
 
+RECORDS_CHUNK = 500  # edited notes per worker job at a flush (fewer: built here)
 # (properties, body) -> (property changes, a paragraph to append or None)
 Edit = Callable[[dict[str, Any], str], tuple[dict[str, Any], str | None]]
 
@@ -37,6 +40,8 @@ class _Pending:
     source: Callable[[], tuple[dict[str, Any], str]] | None = None  # a new note's properties and body
     fields: tuple[dict[str, Any], str] | None = None  # a new note's properties and body, once edited
     role: str = ""                  # a new note's folder role (memories, inbox)
+    final: str = ""                 # the vault path it was written under
+    stat: os.stat_result | None = None  # of the file written
 
 
 class PendingNotes:
@@ -90,12 +95,28 @@ class PendingNotes:
         after = parse_note(new_text, rel)
         return after.meta, after.body
 
-    def flush(self) -> None:
-        """Write every waiting note once (see the module docstring)."""
+    def flush(self, pool: Executor | None = None) -> None:
+        """Write every waiting note once (see the module docstring).
+
+        With `pool` (a batch's worker processes), the index records of the new notes that were
+        edited while they waited are built there while this process creates the files.
+        """
+        edited = [rel for rel, p in self._open.items() if p.sha is None and p.record is None and p.fields is not None]
+        ahead = None
+        if pool is not None and len(edited) >= RECORDS_CHUNK:
+            from .records import rendered_records
+
+            defaults = self.vault.config["defaults"]
+            jobs = [(p.data, *p.fields, rel, p.role) for rel in edited for p in (self._open[rel],)]
+            ahead = [pool.submit(rendered_records, jobs[i:i + RECORDS_CHUNK], defaults)
+                     for i in range(0, len(jobs), RECORDS_CHUNK)]
         # new notes first, from one thread: creates in one folder take the folder's lock in the kernel
         for rel, pending in self._open.items():
             if pending.sha is None:
-                self._write_new(rel, pending, self._try_create(rel, pending))
+                self._write_new(rel, pending, self._try_create(rel, pending), ahead is not None)
+        if ahead is not None:
+            for rel, record in zip(edited, (rec for future in ahead for rec in future.result())):
+                self._settle_record(self._open[rel], record)
         for rel, pending in self._open.items():
             if pending.sha is not None:
                 self._write_changed(rel, pending)
@@ -109,9 +130,10 @@ class PendingNotes:
         except WriteConflict:
             return None
 
-    def _write_new(self, rel: str, pending: _Pending, st: os.stat_result | None) -> None:
+    def _write_new(self, rel: str, pending: _Pending, st: os.stat_result | None, record_ahead: bool = False) -> None:
         """Record a new note written under its reserved name (st), or write it under the next free
-        one: someone created a file of that name after it was reserved (st None)."""
+        one: someone created a file of that name after it was reserved (st None). record_ahead: the
+        record of an edited note is being built elsewhere (see flush)."""
         from .write import numbered_name
 
         under, _, name = rel.rpartition("/")
@@ -129,21 +151,30 @@ class PendingNotes:
                 continue
         if st is None:
             raise VaultmemError(f"no free file name for {stem!r} in {folder}")
-        final = f"{under}/{name}"
+        pending.final, pending.stat = f"{under}/{name}", st
+        if pending.final != rel:
+            self.renamed[rel] = pending.final
         record = pending.record
         if record is None and pending.fields is not None:  # edited while it waited: rendered again, not parsed
+            if record_ahead:
+                return
             from .records import rendered_record
 
-            record = rendered_record(pending.data, *pending.fields, final, pending.role, (st.st_mtime_ns, st.st_size),
+            record = rendered_record(pending.data, *pending.fields, rel, pending.role, (0, 0),
                                      self.vault.config["defaults"])
-        elif record is not None:
-            record.mtime_ns, record.size = st.st_mtime_ns, st.st_size
-            if final != rel:
-                record.path = final
-                retitle(record, name[:-3])  # the title is the file name: its words are terms
-        self.written[final] = record if record is not None else pending.data
-        if final != rel:
-            self.renamed[rel] = final
+        if record is None:
+            self.written[pending.final] = pending.data
+        else:
+            self._settle_record(pending, record)
+
+    def _settle_record(self, pending: _Pending, record: Record) -> None:
+        """A new note's record, given the name and stat it was written with."""
+        assert pending.stat is not None
+        record.mtime_ns, record.size = pending.stat.st_mtime_ns, pending.stat.st_size
+        if record.path != pending.final:
+            record.path = pending.final
+            retitle(record, pending.final.rpartition("/")[2][:-3])  # the title is the file name: its words are terms
+        self.written[pending.final] = record
 
     def _write_changed(self, rel: str, pending: _Pending) -> None:
         path: Path = self.vault.root / rel

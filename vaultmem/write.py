@@ -18,15 +18,18 @@ from typing import TYPE_CHECKING, Any
 
 from . import text
 from .dedup import BatchKeys, restates
-from .drafts import Draft, Drafter, parse_time, union
+from .drafts import Draft, Drafter, parse_time, union, worker_pool
 from .episodes import EpisodeLine, append_episodes
 from .errors import VaultmemError
 from .pending import PendingNotes
-from .records import retitle
+from .records import Record, retitle
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor, Future
+
     from .vault import Vault
 
+PARSE_CHUNK = 16  # day notes (and notes from disk) per worker job at the end of a batch
 PENDING_MAX = 200_000  # new notes kept back before a flush writes them (each ~2 KB with its index record)
 BATCH_FIELDS = {"text", "tags", "source", "lifecycle", "score", "timestamp", "type", "value", "namespace",
                 "episode", "title", "entity", "candidate", "supersedes", "position"}
@@ -149,6 +152,7 @@ class Writer:
         self._episodes: list[Any] = []
         self._audit: list[dict[str, Any]] = []
         self._keys = BatchKeys()
+        self.pool: Executor | None = None  # a large batch's worker processes (drafts.worker_pool)
 
     # -- checks that run before anything is written --------------------------------------------
     def check(self, item: dict[str, Any], where: str) -> tuple[str, dict[str, Any]]:
@@ -456,27 +460,50 @@ class Writer:
     def finish(self) -> None:
         """Write the waiting notes and the episode lines, flush a batch, update the index (once) and
         append the audit events."""
-        self._pending.flush()
+        self._pending.flush(self.pool)
         renamed = self._renamed_titles()
         if self._episodes:
             lines = [EpisodeLine(e.when, renamed.get(e.title, e.title), e.source) for e in self._episodes]
             for rel in append_episodes(self.vault, lines, durable=self.durable, index=False):
                 self._changed[rel] = None
+        finals = [rel for rel in (self._pending.renamed.get(rel, rel) for rel in self._changed)
+                  if rel in self._pending.written or (self.vault.root / rel).exists()]
+        # day notes and notes from disk are parsed for their records: in the workers, if any, during the sync
+        jobs = self._parse_ahead([rel for rel in finals if not isinstance(self._pending.written.get(rel), Record)])
         if not self.durable and self._changed:
             os.sync()  # one flush for the whole batch (notes and day notes) instead of one fsync per file
-        if self._changed:
-            finals = [self._pending.renamed.get(rel, rel) for rel in self._changed]
-            self.vault.index.upsert([self._record(rel) for rel in finals
-                                     if rel in self._pending.written or (self.vault.root / rel).exists()])
+        ahead = {rec.path: rec for job in jobs for rec in job.result()[0]}
+        if finals:
+            self.vault.index.upsert([self._record(rel, ahead) for rel in finals])
         if self._audit:
             self.vault.audit([dict(e, title=renamed[e["title"]]) if e.get("title") in renamed else e
                               for e in self._audit])
 
-    def _record(self, rel: str) -> Any:
+    def _record(self, rel: str, ahead: dict[str, Record]) -> Record:
         written = self._pending.written.get(rel)
-        if written is None or isinstance(written, bytes):
-            return self.vault.record_for(self.vault.root / rel, written)
-        return written
+        if isinstance(written, Record):
+            return written
+        return ahead.get(rel) or self.vault.record_for(self.vault.root / rel, written)
+
+    def _parse_ahead(self, rels: list[str]) -> list[Future]:
+        """Jobs parsing these files into records in the batch's workers (none without them, or for a few)."""
+        if self.pool is None or len(rels) < 2 * PARSE_CHUNK:
+            return []
+        from .records import build_records
+        from .vault import KIND_BY_FOLDER
+
+        items = []
+        for rel in rels:
+            path = self.vault.root / rel
+            role = self.vault.folder_of(path) or "memories"
+            try:
+                st = path.stat()
+            except FileNotFoundError:
+                continue
+            items.append((rel, KIND_BY_FOLDER.get(role, "memory"), role, st.st_mtime_ns, st.st_size, ""))
+        root, defaults = str(self.vault.root), self.vault.config["defaults"]
+        return [self.pool.submit(build_records, root, items[i:i + PARSE_CHUNK], defaults)
+                for i in range(0, len(items), PARSE_CHUNK)]
 
     def _renamed_titles(self) -> dict[str, str]:
         """Old title -> new, for the notes written under another name than they reserved (rare)."""
@@ -527,16 +554,18 @@ def _remember_many(vault: Vault, items: list[dict[str, Any]], progress: Callable
         checked = [writer.check(item, f"item {n}") for n, item in enumerate(items, 1)]
         writer.ensure_entities(checked)
         results = []
-        drafts = writer.drafter().draft_all(checked)
-        for n, ((_, fields), draft) in enumerate(zip(checked, drafts), 1):
-            result = writer.settle(draft, fields.get("supersedes"))
-            if result.action == "unchanged":
-                writer.log_unchanged(result, parse_time(fields.get("timestamp")), str(fields.get("source") or
-                                     vault.config["defaults"]["source"]))
-            results.append(result)
-            if progress:
-                progress(n)
-        writer.finish()
+        drafter = writer.drafter()
+        with worker_pool(drafter, len(checked)) as writer.pool:
+            drafts = drafter.draft_all(checked, writer.pool)
+            for n, ((_, fields), draft) in enumerate(zip(checked, drafts), 1):
+                result = writer.settle(draft, fields.get("supersedes"))
+                if result.action == "unchanged":
+                    writer.log_unchanged(result, parse_time(fields.get("timestamp")), str(fields.get("source") or
+                                         vault.config["defaults"]["source"]))
+                results.append(result)
+                if progress:
+                    progress(n)
+            writer.finish()
     return [writer.final(r) for r in results]
 
 
