@@ -96,10 +96,10 @@ def test_a_name_taken_after_it_was_reserved_is_written_under_the_next_one(vault,
 
     flush = PendingNotes.flush
 
-    def someone_saves_that_name_first(self, pool=None):
+    def someone_saves_that_name_first(self, *args):
         first_new = next(rel for rel, pending in self._open.items() if pending.sha is None)
         (vault.root / first_new).write_text("a person's note\n", encoding="utf-8")
-        flush(self, pool)
+        flush(self, *args)
 
     monkeypatch.setattr(PendingNotes, "flush", someone_saves_that_name_first)
     results = vault.remember_many([{"text": "Deploy window is Friday 18:00", "timestamp": "2026-11-02T10:00:00+00:00"},
@@ -118,10 +118,10 @@ def test_a_note_saved_by_a_person_while_a_batch_merges_into_it_keeps_both(vault,
     first = vault.remember("Contract CT2024-0876 signed with Acme")
     flush = PendingNotes.flush
 
-    def person_saves_meanwhile(self, pool=None):
+    def person_saves_meanwhile(self, *args):
         path = vault.root / first.path
         path.write_text(path.read_text(encoding="utf-8") + "\nCall Acme's CFO first.\n", encoding="utf-8")
-        flush(self, pool)
+        flush(self, *args)
 
     monkeypatch.setattr(PendingNotes, "flush", person_saves_meanwhile)
     results = vault.remember_many([{"text": "Contract CT2024-0876 renewal due in March"},
@@ -186,9 +186,9 @@ def test_a_multi_threaded_host_drafts_through_a_fork_server(tmp_path, monkeypatc
 
 
 def test_records_built_by_the_workers_are_the_ones_a_reindex_builds(tmp_path, monkeypatch):
-    """At the end of a large batch the workers build the index records of the notes edited while
-    they waited and of the day notes, while the writer creates the files: the index must hold
-    exactly what indexing the same files from scratch gives."""
+    """At the end of a large batch the workers create the files while the writer indexes them,
+    then parse the day notes: the index must hold exactly what indexing the same files from
+    scratch gives."""
     import shutil
 
     from vaultmem import pending, write
@@ -196,19 +196,19 @@ def test_records_built_by_the_workers_are_the_ones_a_reindex_builds(tmp_path, mo
     monkeypatch.setattr(drafts, "PARALLEL_MIN", 1)
     monkeypatch.setattr(drafts, "CHUNK", 7)
     monkeypatch.setattr("vaultmem.workers.worker_count", lambda: 2)
-    monkeypatch.setattr(pending, "RECORDS_CHUNK", 2)
+    monkeypatch.setattr(pending, "CREATE_CHUNK", 2)
     monkeypatch.setattr(write, "PARSE_CHUNK", 1)
     pools = []
     flush = pending.PendingNotes.flush
 
-    def flush_and_note_the_pool(self, pool=None):
-        pools.append(pool)
-        flush(self, pool)
+    def flush_and_note_the_pool(self, pool=None, index_early=None):
+        pools.append((pool, index_early))
+        flush(self, pool, index_early)
 
     monkeypatch.setattr(pending.PendingNotes, "flush", flush_and_note_the_pool)
     vault = Vault.init(tmp_path / "batch")
     results = vault.remember_many(_items(60))
-    assert pools and pools[0] is not None
+    assert pools and None not in pools[-1]  # the last flush: files created by the workers, indexed meanwhile
     assert sum(r.action == "merged" for r in results) >= 2 and len(list((vault.root / "episodes").glob("*.md"))) >= 2
     shutil.copytree(vault.root, tmp_path / "again", ignore=shutil.ignore_patterns(".vaultmem"),
                     copy_function=shutil.copy2)
@@ -223,3 +223,28 @@ def test_records_built_by_the_workers_are_the_ones_a_reindex_builds(tmp_path, mo
         assert [(h.id, round(h.final, 6)) for h in vault.recall(query)] == \
             [(h.id, round(h.final, 6)) for h in again.recall(query)]
     assert vault.refresh().parsed == 0
+
+
+def test_a_name_taken_while_the_workers_create_the_notes_moves_its_early_index_row(vault, monkeypatch):
+    from vaultmem import pending
+
+    monkeypatch.setattr(drafts, "PARALLEL_MIN", 1)
+    monkeypatch.setattr("vaultmem.workers.worker_count", lambda: 2)
+    monkeypatch.setattr(pending, "CREATE_CHUNK", 1)
+    flush = pending.PendingNotes.flush
+
+    def someone_saves_that_name_first(self, *args):
+        first_new = next(rel for rel, p in self._open.items() if p.sha is None)
+        (vault.root / first_new).write_text("a person's note\n", encoding="utf-8")
+        flush(self, *args)
+
+    monkeypatch.setattr(pending.PendingNotes, "flush", someone_saves_that_name_first)
+    results = vault.remember_many([{"text": "Deploy window is Friday 18:00", "timestamp": "2026-11-02T10:00:00+00:00"},
+                                   {"text": "Rollback owner is Dana", "timestamp": "2026-11-02T10:05:00+00:00"}])
+    reserved, moved = "memories/Deploy window is Friday 18 00.md", "memories/Deploy window is Friday 18 00 2.md"
+    assert results[0].path == moved
+    assert (vault.root / reserved).read_text(encoding="utf-8") == "a person's note\n"
+    assert vault.resolve(results[0].id)["path"] == moved
+    assert all(row["id"] != results[0].id for row in vault.index.select_notes("path = ?", (reserved,)))
+    assert [h.path for h in vault.recall("deploy window Friday")][:1] == [moved]
+    assert vault.refresh().parsed == 1  # the person's note, nothing of the batch's

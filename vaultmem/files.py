@@ -46,6 +46,21 @@ def atomic_write(path: str | Path, data: bytes, *, durable: bool = True, exclusi
     return st
 
 
+def create_files(items: list[tuple[str, bytes]]) -> list[tuple[int, int] | None]:
+    """Create each (path, data) as atomic_write(exclusive, not durable) does: the (mtime_ns, size)
+    written, or None where the name was taken. A batch's workers create its notes with this while
+    the writer indexes them; the caller has checked the folders and syncs at the end."""
+    out: list[tuple[int, int] | None] = []
+    for path, data in items:
+        try:
+            st = atomic_write(path, data, durable=False, exclusive=True)
+        except FileExistsError:
+            out.append(None)
+        else:
+            out.append((st.st_mtime_ns, st.st_size))
+    return out
+
+
 def _move_new(tmp: str, path: str, fast: bool) -> None:
     """Rename tmp to path unless path exists (FileExistsError): one system call where Linux has it.
 

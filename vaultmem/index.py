@@ -327,12 +327,14 @@ class Index:
                 progress(done, len(items))
         return records, restamped
 
-    def upsert(self, records: list[Record]) -> None:
-        """Store notes vaultmem itself just wrote (no rescan needed)."""
+    def upsert(self, records: list[Record], gone: Iterable[str] = (), restamped: Iterable[tuple[int, int, str]] = ()
+               ) -> None:
+        """Store notes vaultmem itself just wrote (no rescan needed); drop the rows of `gone` paths and
+        move the stat cache of `restamped` (mtime_ns, size, path) ones."""
         with self._write_lock():
             conn = self._conn()
             big = len(records) > self._threshold(conn)
-            self._apply(conn, records, [], [], to_delta=not big, checked_ns=time.time_ns())
+            self._apply(conn, records, list(gone), list(restamped), to_delta=not big, checked_ns=time.time_ns())
             self._maybe_compact(conn, None, {r.path: r.terms for r in records} if big else None)
 
     def _apply(self, conn: sqlite3.Connection, records: list[Record], gone: list[str],

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .records import Record
     from .vault import Vault
 
-RECORDS_CHUNK = 500  # edited notes per worker job at a flush (fewer: built here)
+CREATE_CHUNK = 2000  # new notes per worker job at a batch's last flush (fewer: created here)
 # (properties, body) -> (property changes, a paragraph to append or None)
 Edit = Callable[[dict[str, Any], str], tuple[dict[str, Any], str | None]]
 
@@ -40,8 +40,6 @@ class _Pending:
     source: Callable[[], tuple[dict[str, Any], str]] | None = None  # a new note's properties and body
     fields: tuple[dict[str, Any], str] | None = None  # a new note's properties and body, once edited
     role: str = ""                  # a new note's folder role (memories, inbox)
-    final: str = ""                 # the vault path it was written under
-    stat: os.stat_result | None = None  # of the file written
 
 
 class PendingNotes:
@@ -95,52 +93,67 @@ class PendingNotes:
         after = parse_note(new_text, rel)
         return after.meta, after.body
 
-    def flush(self, pool: Executor | None = None) -> None:
+    def flush(self, pool: Executor | None = None, index_early: Callable[[list[Record]], None] | None = None) -> None:
         """Write every waiting note once (see the module docstring).
 
-        With `pool` (a batch's worker processes), the index records of the new notes that were
-        edited while they waited are built there while this process creates the files.
+        With `pool` (a batch's worker processes) and `index_early`, the workers create the new
+        notes' files while this process indexes them: index_early gets their records before the
+        files exist (mtime_ns 0, reserved paths); once it returns and the files are written,
+        `written` holds each record with its final path and mtime for the caller to restamp.
         """
-        edited = [rel for rel, p in self._open.items() if p.sha is None and p.record is None and p.fields is not None]
-        ahead = None
-        if pool is not None and len(edited) >= RECORDS_CHUNK:
-            from .records import rendered_records
-
-            defaults = self.vault.config["defaults"]
-            jobs = [(p.data, *p.fields, rel, p.role) for rel in edited for p in (self._open[rel],)]
-            ahead = [pool.submit(rendered_records, jobs[i:i + RECORDS_CHUNK], defaults)
-                     for i in range(0, len(jobs), RECORDS_CHUNK)]
-        # new notes first, from one thread: creates in one folder take the folder's lock in the kernel
-        for rel, pending in self._open.items():
-            if pending.sha is None:
-                self._write_new(rel, pending, self._try_create(rel, pending), ahead is not None)
-        if ahead is not None:
-            for rel, record in zip(edited, (rec for future in ahead for rec in future.result())):
-                self._settle_record(self._open[rel], record)
+        new = [(rel, p) for rel, p in self._open.items() if p.sha is None]
+        if pool is not None and index_early is not None and len(new) >= CREATE_CHUNK:
+            self._create_in(pool, new, index_early)
+        else:  # from one thread: creates in one folder take the folder's lock in the kernel
+            for rel, pending in new:
+                self._write_new(rel, pending, self._try_create(rel, pending))
         for rel, pending in self._open.items():
             if pending.sha is not None:
                 self._write_changed(rel, pending)
         self._open.clear()
 
-    def _try_create(self, rel: str, pending: _Pending) -> os.stat_result | None:
-        """Create a new note under its reserved name; None if the name is taken."""
+    def _create_in(self, pool: Executor, new: list[tuple[str, _Pending]],
+                   index_early: Callable[[list[Record]], None]) -> None:
+        from .files import create_files
+
+        root = self.vault.root
+        for under in {rel.rpartition("/")[0] for rel, _ in new}:
+            self.vault.check_folder(root / under)
+        jobs = [pool.submit(create_files, [(str(root / rel), p.data) for rel, p in new[i:i + CREATE_CHUNK]])
+                for i in range(0, len(new), CREATE_CHUNK)]
+        index_early([self._record_of(rel, p) for rel, p in new])
+        for (rel, pending), stat in zip(new, (stat for job in jobs for stat in job.result())):
+            self._write_new(rel, pending, stat)
+
+    def _record_of(self, rel: str, pending: _Pending) -> Record:
+        """A new note's record; a note edited while it waited is rendered again from its fields."""
+        if pending.record is None:
+            from .records import rendered_record
+
+            assert pending.fields is not None
+            pending.record = rendered_record(pending.data, *pending.fields, rel, pending.role, (0, len(pending.data)),
+                                             self.vault.config["defaults"])
+        return pending.record
+
+    def _try_create(self, rel: str, pending: _Pending) -> tuple[int, int] | None:
+        """Create a new note under its reserved name: its (mtime_ns, size), or None if the name is taken."""
         under, _, name = rel.rpartition("/")
         try:
-            return self.vault.create_note(self.vault.root / under, name, pending.data, durable=self.durable)
+            st = self.vault.create_note(self.vault.root / under, name, pending.data, durable=self.durable)
         except WriteConflict:
             return None
+        return st.st_mtime_ns, st.st_size
 
-    def _write_new(self, rel: str, pending: _Pending, st: os.stat_result | None, record_ahead: bool = False) -> None:
-        """Record a new note written under its reserved name (st), or write it under the next free
-        one: someone created a file of that name after it was reserved (st None). record_ahead: the
-        record of an edited note is being built elsewhere (see flush)."""
+    def _write_new(self, rel: str, pending: _Pending, stat: tuple[int, int] | None) -> None:
+        """Record a new note written under its reserved name (stat: its mtime_ns and size), or write
+        it under the next free one: someone created a file of that name after it was reserved (None)."""
         from .write import numbered_name
 
         under, _, name = rel.rpartition("/")
         folder = self.vault.root / under
         stem = name[:-3]
         for attempt in range(1, 10_000):
-            if st is not None:
+            if stat is not None:
                 break
             name = numbered_name(stem, attempt)
             if os.path.lexists(folder / name) or f"{under}/{name}" in self._open or f"{under}/{name}" in self.written:
@@ -149,32 +162,18 @@ class PendingNotes:
                 st = self.vault.create_note(folder, name, pending.data, durable=self.durable)
             except WriteConflict:
                 continue
-        if st is None:
+            stat = st.st_mtime_ns, st.st_size
+        if stat is None:
             raise VaultmemError(f"no free file name for {stem!r} in {folder}")
-        pending.final, pending.stat = f"{under}/{name}", st
-        if pending.final != rel:
-            self.renamed[rel] = pending.final
-        record = pending.record
-        if record is None and pending.fields is not None:  # edited while it waited: rendered again, not parsed
-            if record_ahead:
-                return
-            from .records import rendered_record
-
-            record = rendered_record(pending.data, *pending.fields, rel, pending.role, (0, 0),
-                                     self.vault.config["defaults"])
-        if record is None:
-            self.written[pending.final] = pending.data
-        else:
-            self._settle_record(pending, record)
-
-    def _settle_record(self, pending: _Pending, record: Record) -> None:
-        """A new note's record, given the name and stat it was written with."""
-        assert pending.stat is not None
-        record.mtime_ns, record.size = pending.stat.st_mtime_ns, pending.stat.st_size
-        if record.path != pending.final:
-            record.path = pending.final
-            retitle(record, pending.final.rpartition("/")[2][:-3])  # the title is the file name: its words are terms
-        self.written[pending.final] = record
+        final = f"{under}/{name}"
+        if final != rel:
+            self.renamed[rel] = final
+        record = self._record_of(rel, pending)
+        record.mtime_ns, record.size = stat
+        if record.path != final:
+            record.path = final
+            retitle(record, name[:-3])  # the title is the file name: its words are terms
+        self.written[final] = record
 
     def _write_changed(self, rel: str, pending: _Pending) -> None:
         path: Path = self.vault.root / rel

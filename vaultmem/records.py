@@ -142,18 +142,6 @@ def rendered_record(data: bytes, meta: dict[str, Any], body: str, relpath: str, 
     return build_record(data, relpath, "memory", folder, stat, defaults, sketch, note, plain)
 
 
-def rendered_records(jobs: list[tuple[bytes, dict[str, Any], str, str, str]], defaults: dict[str, Any]) -> list[Record]:
-    """rendered_record of each (data, properties, body, vault path, folder role), with the stat to be
-    filled in by the caller and the terms encoded (encode_terms): a batch's worker processes build
-    these while the writer creates the files."""
-    out = []
-    for data, meta, body, relpath, folder in jobs:
-        rec = rendered_record(data, meta, body, relpath, folder, (0, len(data)), defaults)
-        rec.terms = encode_terms(rec.terms)
-        out.append(rec)
-    return out
-
-
 def _fill_from_note(rec: Record, meta: dict[str, Any], body: str, tags: list[str], aliases: list[str],
                     links: list[str], folder: str, mtime: float, defaults: dict[str, Any],
                     plain: str | None = None) -> str:

@@ -252,6 +252,12 @@ class Vault:
             raise WriteConflict(path)
         return atomic_write(path, data, durable=durable)
 
+    def check_folder(self, folder: Path) -> None:
+        """Make sure notes may be created in this folder (inside the vault, symlinks resolved); raises
+        UnsafePath. For a writer that creates them elsewhere (files.create_files in a worker)."""
+        if str(folder) not in self._safe_dirs:
+            self._checked(folder)
+
     def create_note(self, folder: Path, name: str, data: bytes, *, durable: bool = True) -> os.stat_result:
         """Write a new note `name` into a vault folder, never over an existing file (WriteConflict).
 

@@ -460,21 +460,31 @@ class Writer:
     def finish(self) -> None:
         """Write the waiting notes and the episode lines, flush a batch, update the index (once) and
         append the audit events."""
-        self._pending.flush(self.pool)
+        early: list[str] = []  # reserved paths of the new notes indexed while the workers created them
+
+        def index_early(records: list[Record]) -> None:
+            early.extend(rec.path for rec in records)
+            self.vault.index.upsert(records)
+
+        self._pending.flush(self.pool, index_early)
         renamed = self._renamed_titles()
         if self._episodes:
             lines = [EpisodeLine(e.when, renamed.get(e.title, e.title), e.source) for e in self._episodes]
             for rel in append_episodes(self.vault, lines, durable=self.durable, index=False):
                 self._changed[rel] = None
+        # an early row gets its file's mtime now, or moves to the name the note was written under
+        moved = [rel for rel in early if rel in self._pending.renamed]
+        indexed = set(early) - set(moved)
+        restamped = [(rec.mtime_ns, rec.size, rel) for rel in indexed for rec in (self._pending.written[rel],)]
         finals = [rel for rel in (self._pending.renamed.get(rel, rel) for rel in self._changed)
-                  if rel in self._pending.written or (self.vault.root / rel).exists()]
+                  if rel not in indexed and (rel in self._pending.written or (self.vault.root / rel).exists())]
         # day notes and notes from disk are parsed for their records: in the workers, if any, during the sync
         jobs = self._parse_ahead([rel for rel in finals if not isinstance(self._pending.written.get(rel), Record)])
         if not self.durable and self._changed:
             os.sync()  # one flush for the whole batch (notes and day notes) instead of one fsync per file
         ahead = {rec.path: rec for job in jobs for rec in job.result()[0]}
-        if finals:
-            self.vault.index.upsert([self._record(rel, ahead) for rel in finals])
+        if finals or early:
+            self.vault.index.upsert([self._record(rel, ahead) for rel in finals], gone=moved, restamped=restamped)
         if self._audit:
             self.vault.audit([dict(e, title=renamed[e["title"]]) if e.get("title") in renamed else e
                               for e in self._audit])
