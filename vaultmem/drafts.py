@@ -176,18 +176,32 @@ class Drafter:
         self.render(draft)
         return draft
 
-    def render(self, draft: Draft, supersedes: str = "") -> None:
-        """The note's bytes and index record (again, with `supersedes: "[[title]]"`, when it replaces one)."""
+    def render(self, draft: Draft) -> None:
+        """The note's bytes and index record."""
         from .note import render_new
         from .records import rendered_record
 
-        draft.supersedes = supersedes
         meta, body = draft.fields()
         draft.data = render_new(meta, body).encode("utf-8")
         draft.record = rendered_record(draft.data, meta, body, f"{draft.folder}/{draft.stem}.md", draft.folder,
                                        (0, len(draft.data)), self.defaults, draft.keys or None, draft.plain)
         # one string instead of ~60 dict entries: a batch holds 100,000 of these until the index takes them
         draft.record.terms = encode_terms(draft.record.terms)
+
+    def supersede(self, draft: Draft, old_title: str) -> None:
+        """Render a drafted note again with `supersedes: "[[old_title]]"`: of its index record only the
+        hash, size and links change (a property's link is a link term, its text no other term)."""
+        from .note import Note, render_new
+        from .records import content_hash, relink
+
+        draft.supersedes = old_title
+        meta, body = draft.fields()
+        content = render_new(meta, body)
+        draft.data = content.encode("utf-8")
+        rec = draft.record
+        assert rec is not None
+        rec.sha, rec.size = content_hash(draft.data), len(draft.data)
+        relink(rec, Note(None, content, meta, body, "\n", True, len(content) - len(body)).links)
 
     def clean(self, value: str, redacted: list[str]) -> str:
         """The value with its secrets removed; their kinds are added to `redacted`."""

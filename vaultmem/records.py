@@ -220,6 +220,16 @@ def decode_terms(blob: str) -> Counter:
     return out
 
 
+def relink(rec: Record, links: list[str]) -> None:
+    """Give a record other link targets (a property of its note now links another note): only the
+    link terms change."""
+    terms = decode_terms(rec.terms) if isinstance(rec.terms, str) else Counter(rec.terms)
+    terms.subtract(LINK_PREFIX + " ".join(link_key(link).split()) for link in rec.links)
+    terms.update(LINK_PREFIX + " ".join(link_key(link).split()) for link in links)
+    rec.links = links
+    rec.terms = encode_terms(+terms) if isinstance(rec.terms, str) else +terms
+
+
 def retitle(rec: Record, title: str) -> None:
     """Give a record another title (its note took another file name): the old title's terms out,
     the new one's in, without tokenising the body again."""

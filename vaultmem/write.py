@@ -376,7 +376,7 @@ class Writer:
 
     def _create(self, draft: Draft, old: _Known | None) -> WriteResult:
         if old is not None:
-            self.drafter().render(draft, supersedes=old.title)
+            self.drafter().supersede(draft, old.title)
         rel = self._place(draft)
         title = draft.record.title
         meta = draft.meta
