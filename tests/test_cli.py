@@ -91,6 +91,22 @@ def test_batch_from_stdin(tmp_path):
     result = run("remember", "--batch", "-", "--vault", root, "--json", input=lines + "\n" + lines)
     data = json.loads(result.output)
     assert (data["total"], data["created"], data["unchanged"]) == (10, 5, 5)
+    assert [r["action"] for r in data["results"]] == ["created"] * 5 + ["unchanged"] * 5
+    assert data["results"][0]["tags"] == ["imp"] and data["results"][0]["path"].startswith("memories/")
+    assert len(result.output.splitlines()) == 4 + 2 + 10 + 2  # one result a line, scripts can also grep it
+
+
+def test_a_write_result_as_json_has_every_field_but_an_unasked_explanation():
+    from dataclasses import asdict
+
+    from vaultmem.write import WriteResult
+
+    plain = WriteResult("created", "01J", "memories/x.md", "x", None, "id", "CT1", 6.5, "active", ["a"], ["password"])
+    expected = asdict(plain)
+    del expected["explain"]
+    assert plain.to_dict() == expected and list(plain.to_dict()) == list(expected)
+    explained = WriteResult("merged", "01J", "memories/x.md", "x", explain={"decision": "merged"})
+    assert explained.to_dict() == asdict(explained)
 
 
 def test_show_list_stats_reindex(tmp_path):
