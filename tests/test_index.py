@@ -4,6 +4,8 @@ import multiprocessing
 import shutil
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vaultmem import Vault, text
 
@@ -258,3 +260,31 @@ def test_merged_generations_answer_exactly_like_a_full_rebuild(vault, tmp_path):
     incremental = answers(vault)
     vault.refresh(force=True)
     assert answers(vault) == incremental
+
+
+_WORDS = ["deploy", "Friday", "客户张三", "合同", "CT2024-0876", "ERR_4031", "café", "ﬁle", "Ａｃｍｅ", "İstanbul",
+          "e\u0301", "\u0301x", "#ops", "[[Acme]]", "?", "？", "the", "で", "한국어", "-", "_", "\t", " "]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_WORDS), max_size=12).map(" ".join),
+       st.lists(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=3).map("".join), max_size=4),
+       st.lists(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=3).map("".join), max_size=4),
+       st.lists(st.sampled_from(["Acme", "客户张三", "Deploy Window", "ａｃｍｅ"]), max_size=3),
+       st.lists(st.sampled_from(["Acme", "客户张三", "Old title 2", "x"]), max_size=3))
+def test_a_merge_amends_the_terms_of_a_record_as_indexing_it_again_would(body, old_tags, new_tags, old_links,
+                                                                         new_links):
+    """A note a batch created and then merged into keeps its title, body and value: its terms are
+    the drafted ones with the tags' and links' swapped, and must equal index_terms of the new record."""
+    from vaultmem.records import Record, amended_terms, encode_terms, index_terms
+
+    def record(tags, links):
+        rec = Record("memories/x.md", "memory", "Deploy 客户 window", 0, 0, "", value="CT2024-0876", body=body,
+                     tags=tags, links=links)
+        rec.terms = index_terms(rec)
+        return rec
+
+    old, new = record(old_tags, old_links), record(new_tags, new_links)
+    assert amended_terms(old, new) == new.terms
+    old.terms = encode_terms(old.terms)  # as a draft carries them
+    assert amended_terms(old, new) == new.terms

@@ -40,6 +40,7 @@ class _Pending:
     source: Callable[[], tuple[dict[str, Any], str]] | None = None  # a new note's properties and body
     fields: tuple[dict[str, Any], str] | None = None  # a new note's properties and body, once edited
     role: str = ""                  # a new note's folder role (memories, inbox)
+    drafted: Record | None = None   # a new note's record before its first edit
 
 
 class PendingNotes:
@@ -76,6 +77,8 @@ class PendingNotes:
         if pending is None:
             data = (self.vault.root / rel).read_bytes()
             pending = self._open[rel] = _Pending(data, content_hash(data))
+        if pending.drafted is None:
+            pending.drafted = pending.record
         pending.record = None
         pending.edits.append(edit)
         if pending.source is not None:
@@ -119,7 +122,8 @@ class PendingNotes:
         root = self.vault.root
         for under in {rel.rpartition("/")[0] for rel, _ in new}:
             self.vault.check_folder(root / under)
-        jobs = [pool.submit(create_files, [(str(root / rel), p.data) for rel, p in new[i:i + CREATE_CHUNK]])
+        where = os.path.join(str(root), "")  # vault paths use '/': fine for open() everywhere, and no pathlib per note
+        jobs = [pool.submit(create_files, [(where + rel, p.data) for rel, p in new[i:i + CREATE_CHUNK]])
                 for i in range(0, len(new), CREATE_CHUNK)]
         index_early([self._record_of(rel, p) for rel, p in new])
         for (rel, pending), stat in zip(new, (stat for job in jobs for stat in job.result())):
@@ -132,7 +136,7 @@ class PendingNotes:
 
             assert pending.fields is not None
             pending.record = rendered_record(pending.data, *pending.fields, rel, pending.role, (0, len(pending.data)),
-                                             self.vault.config["defaults"])
+                                             self.vault.config["defaults"], like=pending.drafted)
         return pending.record
 
     def _try_create(self, rel: str, pending: _Pending) -> tuple[int, int] | None:
