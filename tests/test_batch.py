@@ -196,7 +196,7 @@ def test_records_built_by_the_workers_are_the_ones_a_reindex_builds(tmp_path, mo
     monkeypatch.setattr(drafts, "PARALLEL_MIN", 1)
     monkeypatch.setattr(drafts, "CHUNK", 7)
     monkeypatch.setattr("vaultmem.workers.worker_count", lambda: 2)
-    monkeypatch.setattr(pending, "CREATE_CHUNK", 2)
+    monkeypatch.setattr(pending, "CREATE_MIN", 2)
     monkeypatch.setattr(write, "PARSE_CHUNK", 1)
     pools = []
     flush = pending.PendingNotes.flush
@@ -230,7 +230,7 @@ def test_a_name_taken_while_the_workers_create_the_notes_moves_its_early_index_r
 
     monkeypatch.setattr(drafts, "PARALLEL_MIN", 1)
     monkeypatch.setattr("vaultmem.workers.worker_count", lambda: 2)
-    monkeypatch.setattr(pending, "CREATE_CHUNK", 1)
+    monkeypatch.setattr(pending, "CREATE_MIN", 1)
     flush = pending.PendingNotes.flush
 
     def someone_saves_that_name_first(self, *args):

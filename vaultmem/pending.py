@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .records import Record
     from .vault import Vault
 
-CREATE_CHUNK = 2000  # new notes per worker job at a batch's last flush (fewer: created here)
+CREATE_MIN = 2000  # new notes at a batch's last flush for a worker to create them (fewer: created here)
 # (properties, body) -> (property changes, a paragraph to append or None)
 Edit = Callable[[dict[str, Any], str], tuple[dict[str, Any], str | None]]
 
@@ -105,7 +105,7 @@ class PendingNotes:
         `written` holds each record with its final path and mtime for the caller to restamp.
         """
         new = [(rel, p) for rel, p in self._open.items() if p.sha is None]
-        if pool is not None and index_early is not None and len(new) >= CREATE_CHUNK:
+        if pool is not None and index_early is not None and len(new) >= CREATE_MIN:
             self._create_in(pool, new, index_early)
         else:  # from one thread: creates in one folder take the folder's lock in the kernel
             for rel, pending in new:
@@ -123,10 +123,10 @@ class PendingNotes:
         for under in {rel.rpartition("/")[0] for rel, _ in new}:
             self.vault.check_folder(root / under)
         where = os.path.join(str(root), "")  # vault paths use '/': fine for open() everywhere, and no pathlib per note
-        jobs = [pool.submit(create_files, [(where + rel, p.data) for rel, p in new[i:i + CREATE_CHUNK]])
-                for i in range(0, len(new), CREATE_CHUNK)]
+        # one job, so one worker: creates in one folder serialise on its lock, a second creator only waits
+        job = pool.submit(create_files, [(where + rel, p.data) for rel, p in new])
         index_early([self._record_of(rel, p) for rel, p in new])
-        for (rel, pending), stat in zip(new, (stat for job in jobs for stat in job.result())):
+        for (rel, pending), stat in zip(new, job.result()):
             self._write_new(rel, pending, stat)
 
     def _record_of(self, rel: str, pending: _Pending) -> Record:
