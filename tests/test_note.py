@@ -703,3 +703,11 @@ def test_reading_and_writing_vaultmem_notes_does_not_import_yaml():
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_an_integer_too_long_for_python_is_quoted_when_written_and_refused_as_yaml_would_when_read():
+    huge = "9" * 4400  # Python refuses int() past 4,300 digits; YAML resolves it as an int all the same
+    text = render_new({"id": "01J", "value": huge}, "Body.\n")
+    assert f'value: "{huge}"' in text and parse_note(text).meta["value"] == huge
+    with pytest.raises(NoteFormatError):  # as PyYAML's own reading fails: the note is indexed as unreadable
+        parse_note(f"---\nvalue: {huge}\n---\nBody.\n")

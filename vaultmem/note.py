@@ -329,11 +329,11 @@ def _plain_value(raw: str) -> Any:
     if match is None:
         return _ASK_YAML
     integer, real, year, month, day, hour, minute, second, fraction, utc, sign, tz_hour, tz_minute = match.groups()
-    if integer:
-        return int(integer)
-    if real:
-        return float(real)
     try:
+        if integer:
+            return int(integer)  # past 4,300 digits Python refuses: YAML's own error then
+        if real:
+            return float(real)
         if hour is None:
             return date(int(year), int(month), int(day))
         zone = timezone.utc if utc else None
@@ -342,7 +342,7 @@ def _plain_value(raw: str) -> Any:
             zone = timezone(-offset if sign == "-" else offset)
         micro = int(fraction.ljust(6, "0")) if fraction else 0
         return datetime(int(year), int(month), int(day), int(hour), int(minute), int(second), micro, tzinfo=zone)
-    except ValueError:  # 2024-02-30: YAML reports it
+    except ValueError:  # 2024-02-30, or an integer too long to convert: YAML reports it
         return _ASK_YAML
 
 
