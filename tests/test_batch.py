@@ -248,3 +248,37 @@ def test_a_name_taken_while_the_workers_create_the_notes_moves_its_early_index_r
     assert all(row["id"] != results[0].id for row in vault.index.select_notes("path = ?", (reserved,)))
     assert [h.path for h in vault.recall("deploy window Friday")][:1] == [moved]
     assert vault.refresh().parsed == 1  # the person's note, nothing of the batch's
+
+
+def _create_one_then_fill_the_disk(items):
+    """Stands in for files.create_files in the workers: the disk fills after the first note."""
+    import errno
+
+    from vaultmem.files import atomic_write
+
+    atomic_write(items[0][0], items[0][1], durable=False, exclusive=True)
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_batch_whose_file_creation_fails_leaves_no_index_row_without_its_note(vault, monkeypatch):
+    """The notes of a batch's last flush are indexed while a worker creates their files: if that
+    fails, no row may remain for a note that was never written (a later remember would merge into it)."""
+    import pytest
+
+    from vaultmem import files, pending
+
+    monkeypatch.setattr(drafts, "PARALLEL_MIN", 1)
+    monkeypatch.setattr("vaultmem.workers.worker_count", lambda: 2)
+    monkeypatch.setattr(pending, "CREATE_MIN", 1)
+    _create_one_then_fill_the_disk.__module__, _create_one_then_fill_the_disk.__qualname__ = "vaultmem.files", "create_files"
+    monkeypatch.setattr(files, "create_files", _create_one_then_fill_the_disk)  # the forked workers inherit it
+    items = [{"text": f"Contract CT2024-{1000 + i} signed with Acme on 2026-03-0{i + 1}"} for i in range(3)]
+    with pytest.raises(OSError, match="No space left"):
+        vault.remember_many(items)
+    rows = vault.index.select_notes("kind = 'memory'")
+    assert len(rows) <= 1 and all((vault.root / row["path"]).is_file() for row in rows)
+    again = vault.remember("Contract CT2024-1001 signed with Acme on 2026-03-02")  # no merge into a missing note
+    assert (vault.root / again.path).is_file()
+    monkeypatch.undo()
+    assert {r.action for r in vault.remember_many(items)} <= {"created", "unchanged", "merged"}
+    assert all((vault.root / row["path"]).is_file() for row in vault.index.select_notes("kind = 'memory'"))

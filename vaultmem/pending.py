@@ -126,8 +126,12 @@ class PendingNotes:
         # one job, so one worker: creates in one folder serialise on its lock, a second creator only waits
         job = pool.submit(create_files, [(where + rel, p.data) for rel, p in new])
         index_early([self._record_of(rel, p) for rel, p in new])
-        for (rel, pending), stat in zip(new, job.result()):
-            self._write_new(rel, pending, stat)
+        try:
+            for (rel, pending), stat in zip(new, job.result()):
+                self._write_new(rel, pending, stat)
+        except BaseException:  # a full disk, a dead worker, Ctrl-C: no row may name a note not written
+            self.vault.index.upsert([], gone=[rel for rel, _ in new if rel not in self.written])
+            raise
 
     def _record_of(self, rel: str, pending: _Pending) -> Record:
         """A new note's record; a note edited while it waited is rendered again from its fields."""

@@ -241,7 +241,7 @@ class Writer:
         rows = self.vault.index.select_notes("fp = ? AND +kind = 'memory' AND namespace = ?", (fp, namespace),
                                              columns=_KNOWN_COLUMNS)
         for row in rows:
-            if (self.vault.root / row["path"]).exists():
+            if self._on_disk(row["path"]):
                 return self._remember_row(row)
         return None
 
@@ -282,14 +282,20 @@ class Writer:
         rows = self.vault.index.select_notes(
             "type = ? AND value = ? AND namespace = ? AND +kind = 'memory' AND status IN ('active', 'candidate')",
             (kind, value, ns), order="ts", columns=_KNOWN_COLUMNS)
-        return self._remember_row(rows[-1]) if rows else None
+        # the newest whose file is there: the index may still name a note deleted since, or one a
+        # killed batch indexed before creating it
+        row = next((r for r in reversed(rows) if self._on_disk(r["path"])), None)
+        return self._remember_row(row) if row is not None else None
+
+    def _on_disk(self, rel: str) -> bool:
+        return rel in self._known or (self.vault.root / rel).exists()
 
     def _candidate(self, path: str, ns: str) -> tuple[_Known | None, str]:
         if path in self._bodies:
             known = self._known[path]
         else:
             rows = self.vault.index.select_notes("path = ?", (path,))
-            if not rows:
+            if not rows or not self._on_disk(path):
                 return None, ""
             known = self._remember_row(rows[0])
             self._bodies[path] = rows[0]["body"]
@@ -333,7 +339,7 @@ class Writer:
                 for link in row["links"]:
                     by_entity[text.normalize(link)] = row
         row = by_entity.get(entity)
-        return self._remember_row(row) if row is not None else None
+        return self._remember_row(row) if row is not None and self._on_disk(row["path"]) else None
 
     # -- outcomes ------------------------------------------------------------------------------------
     def _result(self, action: str, known: _Known, draft: Draft, score: float,
