@@ -262,3 +262,15 @@ def test_the_fast_paths_leave_without_teardown_and_lose_nothing(tmp_path):
     assert json.loads(again.stdout)["action"] == "unchanged"
     refused = _subprocess("remember", "the admin secret", "--tag", "password", "--vault", root)
     assert refused.returncode == 1 and refused.stderr.startswith("Error:") and refused.stdout == ""
+
+
+def test_a_fast_path_started_with_its_output_closed_still_writes_and_exits_cleanly(tmp_path):
+    import subprocess
+    import sys
+
+    root = str(tmp_path / "v")
+    run("init", root)
+    command = [sys.executable, "-m", "vaultmem", "remember", "Deploy window is Friday 22:00", "--vault", root]
+    closed = subprocess.run(["bash", "-c", '"$@" >&-', "bash", *command], capture_output=True, text=True, timeout=120)
+    assert closed.returncode == 0 and "Traceback" not in closed.stderr
+    assert len(list((tmp_path / "v" / "memories").glob("*.md"))) == 1

@@ -28,11 +28,15 @@ def _leave(code: int) -> None:
     syncs): together a fifth of a `remember`. The log stays for the next writer to checkpoint, as
     after any crash, which SQLite is built for.
     """
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BrokenPipeError:  # `vaultmem recall … | head -1`: the reader left, nothing is lost
-        pass
+    for stream in (sys.stdout, sys.stderr):
+        if stream is None:  # started with the stream closed
+            continue
+        try:
+            stream.flush()
+        except BrokenPipeError:  # `vaultmem recall … | head -1`: the reader left, nothing is lost
+            pass
+        except (OSError, ValueError):  # a full disk behind a redirect, a stream closed meanwhile
+            code = code or 1
     os._exit(code)
 
 
