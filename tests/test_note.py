@@ -664,11 +664,11 @@ def test_plain_scalars_resolve_as_yaml_resolves_them(raw):
     from yaml.nodes import ScalarNode
     from yaml.resolver import Resolver
 
-    from vaultmem.note import _ASK_YAML, _plain_value
+    from vaultmem.plainyaml import ASK_YAML, plain_value
 
     tag = Resolver().resolve(ScalarNode, raw, (True, False))
-    ours = _plain_value(raw)
-    if ours is _ASK_YAML:
+    ours = plain_value(raw)
+    if ours is ASK_YAML:
         return  # YAML decides: the same code as before
     assert (tag == "tag:yaml.org,2002:str") == isinstance(ours, str)
     theirs = SafeConstructor.yaml_constructors[tag](SafeConstructor(), ScalarNode(tag, raw))
@@ -682,7 +682,7 @@ def test_plain_scalars_resolve_as_yaml_resolves_them(raw):
 def test_plain_scalar_first_characters_are_yamls():
     from yaml.resolver import Resolver
 
-    from vaultmem.note import _MAYBE_NOT_STR
+    from vaultmem.plainyaml import _MAYBE_NOT_STR
 
     assert _MAYBE_NOT_STR == {c for c in Resolver.yaml_implicit_resolvers if c}
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timedelta
 from functools import cache, cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from vaultmem.errors import NoteFormatError
+from vaultmem.plainyaml import ASK_YAML, INDICATORS, STR_TAG, fast_meta, plain_value, yaml_tag
 from vaultmem.text import LazyPattern
 
 __all__ = ["DELETE", "Note", "extract_inline_tags", "extract_links", "fast_meta", "parse_note", "render_new",
@@ -37,10 +38,7 @@ _OPEN = re.compile(r"\ufeff?---(?:\r?\n|$)")
 _CLOSE = re.compile(r"\n(?:---|\.\.\.)\r?(?=\n|\Z)")  # a leading literal searches fast
 # characters YAML refuses in a stream, or reads as line breaks; they are escaped when written
 _UNPRINTABLE = "\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff"
-_INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
 
-_STR = "tag:yaml.org,2002:str"
-_FAST_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("str", "null", "bool", "int", "float", "timestamp"))
 
 
 # --- reading ---------------------------------------------------------------------------------
@@ -190,194 +188,6 @@ def _yaml_error_line(exc: Any, frontmatter: str) -> int | None:
         return _FM_FIRST_LINE + mark.line
     position = getattr(exc, "position", None)  # a ReaderError knows only the character offset
     return None if position is None else _FM_FIRST_LINE + frontmatter.count("\n", 0, position)
-
-
-# --- the fast path: YAML costs 100-300 µs a note, too slow for indexing 100k notes -----------
-
-_NOT_FAST = object()
-# tabs and lone CRs are where PyYAML's and libyaml's readings part; such notes go the slow way
-_FAST_UNSAFE = LazyPattern("[\x00-\x09\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]|\r(?!\n)")
-# a plain scalar runs to the end of the line or to a ' #' comment; spelt without backtracking
-_PLAIN_RE = r"""[^\s"'\[\]{}\#][^ \r\n]*(?:[ ]+[^ \#\r\n][^ \r\n]*)*"""
-# groups: the whole line, key, its value, '-' of a block-list item (with indent), the item's value
-_FAST_LINE = LazyPattern(
-    rf"""( [ ]*\r?\n | \#.*\n
-    | (\w[\w.-]*(?:[ ][\w.-]+)*):(?:[ ]+("[^"\\\n]*"|'[^'\n]*'|\[.*?\]|{_PLAIN_RE}))?(?:[ ]+\#.*)?[ ]*\r?\n
-    | ([ ]*-)(?:[ ]+("[^"\\\n]*"|'[^'\n]*'|{_PLAIN_RE}))?(?:[ ]+\#.*)?[ ]*\r?\n )""",
-    re.VERBOSE,
-)
-_FAST_ITEM = LazyPattern(r' *(?:"([^"\\]*)"|([^\s"\'\[\]{},#?][^\[\]{},#?]*?)) *([,\]])')
-_FAST_EMPTY_LIST = re.compile(r"\[ *\]")
-_FAST_CACHE: dict[str, Any] = {}  # plain scalar -> value; all such values are immutable
-
-
-def fast_meta(frontmatter: str) -> dict[str, Any] | None:
-    """The properties of simple frontmatter read without YAML, or None when YAML must read it.
-
-    Simple: blank and `#` lines, `key: value` and `- value` block-list items, each value a plain
-    scalar, quoted text without escapes or a one-line flow list of those. The result is exactly
-    YAML's: the same resolver and constructors build each scalar.
-    """
-    if not frontmatter.replace("\r\n", "").replace("\n", "").isprintable() and _FAST_UNSAFE.search(frontmatter):
-        return None  # isprintable() is the quick test: it refuses all that YAML refuses, and more
-    if frontmatter and not frontmatter.endswith("\n"):
-        frontmatter += "\n"
-    meta: dict[str, Any] = {}
-    list_key, indent, length = None, None, 0  # the key whose block list is open; its items' indent
-    for line, key, value, dash, item in _FAST_LINE.findall(frontmatter):
-        length += len(line)
-        if key:
-            meta[key] = parsed = _fast_value(value)
-            list_key, indent = (None if value else key), None
-            if len(key) > 1000:  # YAML allows 1024 characters a key
-                return None
-        elif dash:
-            if list_key is None or indent not in (None, dash):
-                return None
-            if indent is None:
-                meta[list_key], indent = [], dash
-            meta[list_key].append(parsed := _fast_value(item))
-        else:
-            continue  # a blank or comment line
-        if parsed is _NOT_FAST:
-            return None
-    return meta if length == len(frontmatter) else None  # else some line is not simple
-
-
-def _fast_value(text: str) -> Any:
-    """One value as matched by _FAST_LINE, or _NOT_FAST; an empty match is None."""
-    if not text:
-        return None
-    if text[0] in "\"'":
-        return text[1:-1]  # quoted text without escapes is itself
-    return _fast_list(text) if text[0] == "[" else _fast_plain(text)
-
-
-def _fast_list(flow: str) -> Any:
-    """A one-line flow list of plain or simply quoted items, or _NOT_FAST."""
-    if _FAST_EMPTY_LIST.fullmatch(flow):
-        return []
-    items, pos = [], 1
-    while True:
-        item = _FAST_ITEM.match(flow, pos)
-        if item is None:
-            return _NOT_FAST
-        quoted, plain, separator = item.groups()
-        value = quoted if quoted is not None else _fast_plain(plain)
-        if value is _NOT_FAST:
-            return _NOT_FAST
-        items.append(value)
-        pos = item.end()
-        if separator == "]":
-            return items if pos == len(flow) else _NOT_FAST
-
-
-def _fast_plain(raw: str) -> Any:
-    """A one-line plain scalar resolved and built as YAML would, or _NOT_FAST."""
-    if ": " in raw or raw.endswith(":"):
-        return _NOT_FAST
-    first = raw[0]
-    if first in _INDICATORS and not (first == "-" and len(raw) > 1 and raw[1] != " "):
-        return _NOT_FAST
-    if first not in _MAYBE_NOT_STR:
-        return raw
-    value = _FAST_CACHE.get(raw, _FAST_CACHE)
-    if value is not _FAST_CACHE:
-        return value
-    value = _plain_value(raw)
-    if value is _ASK_YAML:
-        value = _yaml_plain_value(raw)
-    if len(_FAST_CACHE) > 10_000:  # ids and timestamps rarely repeat: keep the cache small
-        _FAST_CACHE.clear()
-    _FAST_CACHE[raw] = value
-    return value
-
-
-# --- plain scalars: YAML 1.1's implicit types, for the shapes notes hold, without YAML --------
-
-_MAYBE_NOT_STR = frozenset("!&*+-.0123456789<=FNOTYfnoty~")  # the first characters YAML's resolver tests
-# The only words YAML 1.1 reads as other than text (the empty scalar is null too).
-_WORDS: dict[str, Any] = {
-    **dict.fromkeys("yes Yes YES true True TRUE on On ON".split(), True),
-    **dict.fromkeys("no No NO false False FALSE off Off OFF".split(), False),
-    **dict.fromkeys("null Null NULL ~".split(), None),
-}
-# Every character YAML's int, float and timestamp patterns accept: a scalar with any other is text.
-_NUMBER_CHARS = frozenset("0123456789_+-.:abcdefABCDEFxeEiInNfFtTZ \t")
-_COMMON_PLAIN = LazyPattern(
-    r"(-?(?:0|[1-9][0-9]*))|(-?[0-9]+\.[0-9]+)"  # decimal int, float
-    r"|([0-9]{4})-([0-9]{2})-([0-9]{2})"  # date, then an optional ISO time, fraction and zone
-    r"(?:T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{1,6}))?(?:(Z)|([-+])([0-9]{2}):([0-9]{2}))?)?"
-)
-_ASK_YAML = object()
-
-
-def _plain_value(raw: str) -> Any:
-    """What YAML's safe loader makes of the plain scalar `raw` (not empty), or _ASK_YAML when it
-    is a shape vaultmem never writes (octal, sexagesimal, `.inf`, a space before the zone...) or an
-    impossible date."""
-    first = raw[0]
-    if first not in _MAYBE_NOT_STR:
-        return raw
-    if first.isalpha() or first == "~":
-        return _WORDS.get(raw, raw)
-    if first in "<=!&*":  # merge, value and the never-plain indicators: YAML's own business
-        return _ASK_YAML if raw in ("<<", "=") or first in "!&*" else raw
-    if not _NUMBER_CHARS.issuperset(raw):
-        return raw
-    match = _COMMON_PLAIN.fullmatch(raw)
-    if match is None:
-        return _ASK_YAML
-    integer, real, year, month, day, hour, minute, second, fraction, utc, sign, tz_hour, tz_minute = match.groups()
-    try:
-        if integer:
-            return int(integer)  # past 4,300 digits Python refuses: YAML's own error then
-        if real:
-            return float(real)
-        if hour is None:
-            return date(int(year), int(month), int(day))
-        zone = timezone.utc if utc else None
-        if sign:
-            offset = timedelta(hours=int(tz_hour), minutes=int(tz_minute))
-            zone = timezone(-offset if sign == "-" else offset)
-        micro = int(fraction.ljust(6, "0")) if fraction else 0
-        return datetime(int(year), int(month), int(day), int(hour), int(minute), int(second), micro, tzinfo=zone)
-    except ValueError:  # 2024-02-30, or an integer too long to convert: YAML reports it
-        return _ASK_YAML
-
-
-def _yaml_tag(raw: str) -> str:
-    """The tag YAML's resolver gives the plain scalar `raw`."""
-    from yaml.nodes import ScalarNode
-
-    return _resolver().resolve(ScalarNode, raw, (True, False))
-
-
-def _yaml_plain_value(raw: str) -> Any:
-    """The plain scalar `raw` resolved and built by YAML itself, or _NOT_FAST."""
-    from yaml.constructor import SafeConstructor
-    from yaml.nodes import ScalarNode
-
-    tag = _yaml_tag(raw)
-    try:
-        build = SafeConstructor.yaml_constructors[tag] if tag in _FAST_TAGS else None
-        return build(_constructor(), ScalarNode(tag, raw)) if build else _NOT_FAST
-    except ValueError:  # an impossible date such as 2024-02-30: YAML reports it
-        return _NOT_FAST
-
-
-@cache
-def _resolver() -> Any:
-    from yaml.resolver import Resolver
-
-    return Resolver()
-
-
-@cache
-def _constructor() -> Any:
-    from yaml.constructor import SafeConstructor
-
-    return SafeConstructor()
 
 
 # --- tags and links --------------------------------------------------------------------------
@@ -644,12 +454,12 @@ def _string(text: str, flow: bool, quote: str | None) -> str:
 @lru_cache(maxsize=8192)  # tags, sources, types and namespaces repeat from note to note
 def _plain_ok(text: str, flow: bool) -> bool:
     """Whether YAML reads `text` unquoted back as the same string."""
-    if not text or text[0] in _INDICATORS or text[0].isspace() or text[-1].isspace():
+    if not text or text[0] in INDICATORS or text[0].isspace() or text[-1].isspace():
         return False
     if _NOT_PLAIN.search(text) or (flow and _NOT_PLAIN_IN_FLOW.search(text)):
         return False
-    value = _plain_value(text)
-    return isinstance(value, str) if value is not _ASK_YAML else _yaml_tag(text) == _STR
+    value = plain_value(text)
+    return isinstance(value, str) if value is not ASK_YAML else yaml_tag(text) == STR_TAG
 
 
 def _double_quoted(text: str) -> str:
