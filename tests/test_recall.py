@@ -256,3 +256,19 @@ def test_empty_query_returns_strongest_first(vault, now):
     write_note(vault, "memories/s.md", note("S", "strong", score=9, timestamp=iso(0, now)))
     vault.refresh()
     assert [h.id for h in vault.recall(now=now)] == ["S", "W"]
+
+
+def test_recall_never_returns_a_memory_whose_file_is_gone(vault):
+    """An agent opens the paths recall gives: a note deleted by hand since the last refresh, or
+    one a killed batch indexed before it wrote it, must not come back before a refresh drops it."""
+    from vaultmem.records import build_record
+
+    kept = vault.remember("Deploy window is Friday 22:00 for the payments service")
+    gone = vault.remember("Deploy window is Thursday 18:00 for the search service")
+    (vault.root / gone.path).unlink()  # deleted in Obsidian; no refresh yet
+    data = note("01JNEVERWRITTEN", "Deploy window is Monday 09:00 for the billing service").encode()
+    vault.index.upsert([build_record(data, "memories/never written.md", "memory", "memories", (0, len(data)),
+                                     vault.config["defaults"])])  # a killed batch's early row
+    assert [h.id for h in vault.recall("deploy window service")] == [kept.id]
+    assert vault.refresh().removed == 2
+    assert [h.id for h in vault.recall("deploy window service")] == [kept.id]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 import time
 from collections import Counter
@@ -258,10 +259,13 @@ def _hits(vault: Vault, snap: Snapshot, q: Query, docs, channels, eff, dec, unkn
         return None
     fuzzy = _fuzzy(q.text, [rows.get(int(docs[i])) for i in top]) if fuzzy_n else None
     scored = []
+    root = os.path.join(str(vault.root), "")
     for j, i in enumerate(top):
         row = rows.get(int(docs[i]))
         if row is None:
             continue  # changed or removed since the snapshot: the next recall sees its new form
+        if not os.path.exists(root + row["path"]):
+            continue  # deleted by hand, or indexed by a batch killed before it wrote the note: a refresh drops it
         parts = {name: float(values[i]) for name, values in channels.items()}
         total = float(final[i])
         if fuzzy is not None:
