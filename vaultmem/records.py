@@ -6,6 +6,7 @@ import datetime as dt
 import hashlib
 import os
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -198,10 +199,8 @@ def index_terms(rec: Record) -> Counter:
     the body ends with a question mark (recall's question channel)."""
     indexed = "\n".join([rec.title, rec.body, rec.value, " ".join(rec.tags), " ".join(rec.aliases)])
     terms = Counter(text.terms(indexed))
-    for tag in rec.tags:
-        terms[TAG_PREFIX + "_".join(text.normalize_tag(tag).split())] += 1
-    for link in rec.links:
-        terms[LINK_PREFIX + " ".join(link_key(link).split())] += 1
+    terms.update(map(_tag_term, rec.tags))
+    terms.update(map(_link_term, rec.links))
     if rec.body.rstrip().endswith(("?", "？")):
         terms[QUESTION_TERM] = 1
     return terms
@@ -217,18 +216,30 @@ def amended_terms(like: Record, rec: Record) -> Counter:
     """
     if (like.title, like.body, like.value, like.aliases) != (rec.title, rec.body, rec.value, rec.aliases):
         return index_terms(rec)
-    terms = decode_terms(like.terms) if isinstance(like.terms, str) else Counter(like.terms)
-    terms.subtract(_tag_and_link_terms(like))
-    terms.update(_tag_and_link_terms(rec))
-    return +terms  # unary plus drops the terms whose count fell to zero
+    return _swapped(like.terms, _tag_and_link_terms(like), _tag_and_link_terms(rec))
 
 
 def _tag_and_link_terms(rec: Record) -> list[str]:
     """The part of index_terms that comes from a record's tags and links."""
-    found = text.terms(" ".join(rec.tags))
-    found.extend(TAG_PREFIX + "_".join(text.normalize_tag(tag).split()) for tag in rec.tags)
-    found.extend(LINK_PREFIX + " ".join(link_key(link).split()) for link in rec.links)
-    return found
+    return [*text.terms(" ".join(rec.tags)), *map(_tag_term, rec.tags), *map(_link_term, rec.links)]
+
+
+def _tag_term(tag: str) -> str:
+    """The exact term of a tag (`#tag`)."""
+    return TAG_PREFIX + "_".join(text.normalize_tag(tag).split())
+
+
+def _link_term(link: str) -> str:
+    """The exact term of a link target (`@target`)."""
+    return LINK_PREFIX + " ".join(link_key(link).split())
+
+
+def _swapped(terms: Counter | str, out: Iterable[str], into: Iterable[str]) -> Counter:
+    """Term counts (or encode_terms of them) with `out` taken away and `into` added."""
+    counts = decode_terms(terms) if isinstance(terms, str) else Counter(terms)
+    counts.subtract(out)
+    counts.update(into)
+    return +counts  # unary plus drops the terms whose count fell to zero
 
 
 def encode_terms(terms: Counter | str) -> str:
@@ -250,18 +261,13 @@ def decode_terms(blob: str) -> Counter:
 def relink(rec: Record, links: list[str]) -> None:
     """Give a record other link targets (a property of its note now links another note): only the
     link terms change."""
-    terms = decode_terms(rec.terms) if isinstance(rec.terms, str) else Counter(rec.terms)
-    terms.subtract(LINK_PREFIX + " ".join(link_key(link).split()) for link in rec.links)
-    terms.update(LINK_PREFIX + " ".join(link_key(link).split()) for link in links)
+    terms = _swapped(rec.terms, map(_link_term, rec.links), map(_link_term, links))
+    rec.terms = encode_terms(terms) if isinstance(rec.terms, str) else terms
     rec.links = links
-    rec.terms = encode_terms(+terms) if isinstance(rec.terms, str) else +terms
 
 
 def retitle(rec: Record, title: str) -> None:
     """Give a record another title (its note took another file name): the old title's terms out,
     the new one's in, without tokenising the body again."""
-    terms = decode_terms(rec.terms) if isinstance(rec.terms, str) else Counter(rec.terms)
-    terms.subtract(text.terms(rec.title))
-    terms.update(text.terms(title))
+    rec.terms = encode_terms(_swapped(rec.terms, text.terms(rec.title), text.terms(title)))
     rec.title = title
-    rec.terms = encode_terms(+terms)  # unary plus drops the counts that fell to zero
