@@ -202,9 +202,14 @@ class Vault:
         if data is None:
             data = path.read_bytes()
         st = path.stat()
+        kind, role = self.kind_of(path)
+        return build_record(data, self.relpath(path), kind, role, (st.st_mtime_ns, st.st_size), self.config["defaults"],
+                            sketch, note)
+
+    def kind_of(self, path: Path) -> tuple[str, str]:
+        """(kind, folder role) of a note in this vault, as the index files it (memory elsewhere)."""
         role = self.folder_of(path) or "memories"
-        return build_record(data, self.relpath(path), KIND_BY_FOLDER.get(role, "memory"), role,
-                            (st.st_mtime_ns, st.st_size), self.config["defaults"], sketch, note)
+        return KIND_BY_FOLDER.get(role, "memory"), role
 
     def resolve(self, ref: str) -> dict[str, Any]:
         """The index row of a note named by id, vault path or title (refreshing once if unknown).

@@ -508,17 +508,15 @@ class Writer:
         if self.pool is None or len(rels) < 2 * PARSE_CHUNK:
             return []
         from .records import build_records
-        from .vault import KIND_BY_FOLDER
 
         items = []
         for rel in rels:
             path = self.vault.root / rel
-            role = self.vault.folder_of(path) or "memories"
             try:
                 st = path.stat()
             except FileNotFoundError:
                 continue
-            items.append((rel, KIND_BY_FOLDER.get(role, "memory"), role, st.st_mtime_ns, st.st_size, ""))
+            items.append((rel, *self.vault.kind_of(path), st.st_mtime_ns, st.st_size, ""))
         root, defaults = str(self.vault.root), self.vault.config["defaults"]
         return [self.pool.submit(build_records, root, items[i:i + PARSE_CHUNK], defaults)
                 for i in range(0, len(items), PARSE_CHUNK)]
