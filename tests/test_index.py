@@ -288,3 +288,28 @@ def test_a_merge_amends_the_terms_of_a_record_as_indexing_it_again_would(body, o
     assert amended_terms(old, new) == new.terms
     old.terms = encode_terms(old.terms)  # as a draft carries them
     assert amended_terms(old, new) == new.terms
+
+
+_TERM_TEXTS = st.text(st.characters(blacklist_characters="\t\n", blacklist_categories=("Cs",)), min_size=1, max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.dictionaries(_TERM_TEXTS, st.integers(1, 70_000), max_size=8), max_size=6))
+def test_the_postings_of_encoded_terms_are_those_of_the_counts(docs):
+    """A batch hands the index each note's terms as one encode_terms string: its postings must be
+    exactly those of the counts, term numbers given in order of first use."""
+    from collections import Counter
+
+    from vaultmem.records import decode_terms, encode_terms
+    from vaultmem.snapshot import PostingsBuilder
+
+    counted, encoded = PostingsBuilder(), PostingsBuilder()
+    for terms in docs:
+        assert decode_terms(encode_terms(Counter(terms))) == Counter(terms)
+        counted.add(Counter(terms))
+        encoded.add(encode_terms(Counter(terms)))
+    numbers: dict[str, int] = {}
+    expected = [(numbers.setdefault(t, len(numbers)), doc, tf) for doc, terms in enumerate(docs) for t, tf in terms.items()]
+    for built in (counted, encoded):
+        assert list(zip(built.term_ids, built.docs, built.tfs)) == expected
+        assert dict(built.ids) == numbers and built.n_docs == len(docs)

@@ -250,12 +250,20 @@ def encode_terms(terms: Counter | str) -> str:
 
 def decode_terms(blob: str) -> Counter:
     """The term counts of encode_terms."""
-    out: Counter = Counter()
-    for line in blob.split("\n"):
-        if line:
-            term, _, tf = line.rpartition("\t")
-            out[term] = int(tf)
-    return out
+    terms, counts = split_terms(blob)
+    return Counter(dict(zip(terms, map(int, counts))))
+
+
+def split_terms(blob: str) -> tuple[list[str], list[str]]:
+    """The terms of an encode_terms string and their counts (as text), in order.
+
+    One split and two slices, all in C: the index reads ~60 terms a note for 100,000 notes at the
+    end of a batch (a loop over the lines in Python was ~3 s of it).
+    """
+    if not blob:
+        return [], []
+    fields = blob.replace("\n", "\t").split("\t")  # terms hold no tab and no line break
+    return fields[0::2], fields[1::2]
 
 
 def relink(rec: Record, links: list[str]) -> None:

@@ -6,15 +6,16 @@ import json
 import mmap
 import os
 from array import array
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from itertools import count
 from pathlib import Path
 
 import numpy as np
 
 from . import text
 from .files import fsync_path, remove_tree
-from .records import link_key
+from .records import link_key, split_terms
 
 NUMERIC = ("score", "ts")
 CATEGORICAL = ("kind", "status", "lifecycle", "namespace", "source", "type", "trust", "episode")
@@ -23,11 +24,17 @@ _EMPTY_DOCS = np.zeros(0, dtype=np.uint32)
 _EMPTY_TF = np.zeros(0, dtype=np.uint16)
 
 
+def _numbering(known: dict[str, int]) -> dict[str, int]:
+    """Term -> number, numbered 0, 1, 2 … in order of first use: looking up a new term numbers it.
+    A defaultdict whose factory is a counter does that in C (map() over a note's terms)."""
+    return defaultdict(count(len(known)).__next__, known)
+
+
 class PostingsBuilder:
     """Collects documents' term counts, in document order, into flat arrays (never a dict of lists)."""
 
     def __init__(self) -> None:
-        self.ids: dict[str, int] = {}
+        self.ids: dict[str, int] = _numbering({})
         self.term_ids = array("i")
         self.docs = array("I")
         self.tfs = array("I")
@@ -39,7 +46,7 @@ class PostingsBuilder:
         as documents 0 … len(keep)-1: no note is read or tokenised again."""
         gen, _, _ = _load_generation(folder)
         off, blob = gen.term_off, gen.blob
-        self.ids = {bytes(blob[off[i]:off[i + 1]]).decode("utf-8"): i for i in range(len(off) - 1)}
+        self.ids = _numbering({bytes(blob[off[i]:off[i + 1]]).decode("utf-8"): i for i in range(len(off) - 1)})
         renumber = np.full(int(gen.post_doc.max()) + 1 if len(gen.post_doc) else 0, -1, dtype=np.int64)
         renumber[keep] = np.arange(len(keep))
         term_of = np.repeat(np.arange(len(off) - 1, dtype=np.int32), np.diff(gen.post_off))
@@ -50,17 +57,17 @@ class PostingsBuilder:
 
     def add(self, terms: Counter | str) -> None:
         """Append the next document's terms (counts, or records.encode_terms of them)."""
-        ids = self.ids
+        number = self.ids.__getitem__  # a new term gets the next number (see _numbering)
         if isinstance(terms, str):
-            pairs = [line.rpartition("\t") for line in terms.split("\n") if line]
-            self.term_ids.extend([ids.setdefault(term, len(ids)) for term, _, _ in pairs])
-            self.tfs.extend([int(tf) for _, _, tf in pairs])
-            count = len(pairs)
+            names, counts = split_terms(terms)
+            self.term_ids.extend(map(number, names))
+            self.tfs.extend(map(int, counts))
+            n = len(names)
         else:
-            self.term_ids.extend([ids.setdefault(t, len(ids)) for t in terms])
+            self.term_ids.extend(map(number, terms))
             self.tfs.extend(terms.values())
-            count = len(terms)
-        self.docs.extend([self.n_docs] * count)
+            n = len(terms)
+        self.docs.extend([self.n_docs] * n)
         self.n_docs += 1
 
     def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
