@@ -250,13 +250,13 @@ def test_a_name_taken_while_the_workers_create_the_notes_moves_its_early_index_r
     assert vault.refresh().parsed == 1  # the person's note, nothing of the batch's
 
 
-def _create_one_then_fill_the_disk(items):
+def _create_one_then_fill_the_disk(items, mtime_ns=None):
     """Stands in for files.create_files in the workers: the disk fills after the first note."""
     import errno
 
     from vaultmem.files import atomic_write
 
-    atomic_write(items[0][0], items[0][1], durable=False, exclusive=True)
+    atomic_write(items[0][0], items[0][1], durable=False, exclusive=True, mtime_ns=mtime_ns)
     raise OSError(errno.ENOSPC, "No space left on device")
 
 

@@ -11,12 +11,14 @@ from pathlib import Path
 from typing import Any
 
 
-def atomic_write(path: str | Path, data: bytes, *, durable: bool = True, exclusive: bool = False) -> os.stat_result:
+def atomic_write(path: str | Path, data: bytes, *, durable: bool = True, exclusive: bool = False,
+                 mtime_ns: int | None = None) -> os.stat_result:
     """Write a whole file so a reader sees the old bytes or the new ones, never a mix.
 
     A hidden temp file in the same folder is written (and fsynced when durable), then moved into
     place; with exclusive, an existing file is never replaced (a no-replace rename, or a hard
-    link where the OS has none: either fails if the name is taken).
+    link where the OS has none: either fails if the name is taken). With mtime_ns, the file gets
+    that modification (and access) time.
     Returns the new file's stat (from the open file: no extra lookup).
     Raises FileExistsError when exclusive and the name is taken.
     """
@@ -28,6 +30,8 @@ def atomic_write(path: str | Path, data: bytes, *, durable: bool = True, exclusi
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
+            if mtime_ns is not None:
+                os.utime(fd, ns=(mtime_ns, mtime_ns))
             if durable:
                 os.fsync(fd)
             st = os.fstat(fd)
@@ -46,14 +50,14 @@ def atomic_write(path: str | Path, data: bytes, *, durable: bool = True, exclusi
     return st
 
 
-def create_files(items: list[tuple[str, bytes]]) -> list[tuple[int, int] | None]:
-    """Create each (path, data) as atomic_write(exclusive, not durable) does: the (mtime_ns, size)
-    written, or None where the name was taken. A batch's workers create its notes with this while
-    the writer indexes them; the caller has checked the folders and syncs at the end."""
+def create_files(items: list[tuple[str, bytes]], mtime_ns: int | None = None) -> list[tuple[int, int] | None]:
+    """Create each (path, data) as atomic_write(exclusive, not durable, mtime_ns) does: the
+    (mtime_ns, size) written, or None where the name was taken. A batch's workers create its notes
+    with this while the writer indexes them; the caller has checked the folders and syncs at the end."""
     out: list[tuple[int, int] | None] = []
     for path, data in items:
         try:
-            st = atomic_write(path, data, durable=False, exclusive=True)
+            st = atomic_write(path, data, durable=False, exclusive=True, mtime_ns=mtime_ns)
         except FileExistsError:
             out.append(None)
         else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import gc
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -468,10 +469,10 @@ class Writer:
     def finish(self) -> None:
         """Write the waiting notes and the episode lines, flush a batch, update the index (once) and
         append the audit events."""
-        early: list[str] = []  # reserved paths of the new notes indexed while the workers created them
+        early: dict[str, tuple[int, int]] = {}  # new notes indexed while a worker created them: path -> stat indexed
 
         def index_early(records: list[Record]) -> None:
-            early.extend(rec.path for rec in records)
+            early.update((rec.path, (rec.mtime_ns, rec.size)) for rec in records)
             self.vault.index.upsert(records)
 
         self._pending.flush(self.pool, index_early)
@@ -480,22 +481,34 @@ class Writer:
             lines = [EpisodeLine(e.when, renamed.get(e.title, e.title), e.source) for e in self._episodes]
             for rel in append_episodes(self.vault, lines, durable=self.durable, index=False):
                 self._changed[rel] = None
-        # an early row gets its file's mtime now, or moves to the name the note was written under
+        # an early row moves to the name the note was written under, or gets its file's stat if that is
+        # not the one it was indexed with (the files are stamped with it as they are created)
         moved = [rel for rel in early if rel in self._pending.renamed]
-        indexed = set(early) - set(moved)
-        restamped = [(rec.mtime_ns, rec.size, rel) for rel in indexed for rec in (self._pending.written[rel],)]
+        indexed = {rel: stat for rel, stat in early.items() if rel not in self._pending.renamed}
+        restamped = [(rec.mtime_ns, rec.size, rel) for rel, stat in indexed.items()
+                     for rec in (self._pending.written[rel],) if (rec.mtime_ns, rec.size) != stat]
         finals = [rel for rel in (self._pending.renamed.get(rel, rel) for rel in self._changed)
                   if rel not in indexed and (rel in self._pending.written or (self.vault.root / rel).exists())]
         # day notes and notes from disk are parsed for their records: in the workers, if any, during the sync
         jobs = self._parse_ahead([rel for rel in finals if not isinstance(self._pending.written.get(rel), Record)])
+        syncing = None
         if not self.durable and self._changed:
-            os.sync()  # one flush for the whole batch (notes and day notes) instead of one fsync per file
-        ahead = {rec.path: rec for job in jobs for rec in job.result()[0]}
-        if finals or early:
-            self.vault.index.upsert([self._record(rel, ahead) for rel in finals], gone=moved, restamped=restamped)
-        if self._audit:
-            self.vault.audit([dict(e, title=renamed[e["title"]]) if e.get("title") in renamed else e
-                              for e in self._audit])
+            # one flush for the whole batch (notes and day notes) instead of one fsync per file; the
+            # disk works while this thread indexes (os.sync lets go of the GIL), and it is done on return
+            syncing = threading.Thread(target=os.sync, name="vaultmem-sync")
+            syncing.start()
+        try:
+            if moved or restamped:  # (rare) while the workers parse the day notes
+                self.vault.index.upsert([], gone=moved, restamped=restamped)
+            if self._audit:
+                self.vault.audit([dict(e, title=renamed[e["title"]]) if e.get("title") in renamed else e
+                                  for e in self._audit])
+            ahead = {rec.path: rec for job in jobs for rec in job.result()[0]}
+            if finals:
+                self.vault.index.upsert([self._record(rel, ahead) for rel in finals])
+        finally:
+            if syncing is not None:
+                syncing.join()
 
     def _record(self, rel: str, ahead: dict[str, Record]) -> Record:
         written = self._pending.written.get(rel)
