@@ -127,7 +127,8 @@ def _remember_batch(vault, batch: str, json_out: bool, explain: bool) -> None:
         counts[r.action] = counts.get(r.action, 0) + 1
     if json_out:  # one result a line: the C encoder (json.dumps(indent=...) runs in Python: ~3 s at 100k)
         head = "".join(f'  "{key}": {number},\n' for key, number in {"total": len(results), **counts}.items())
-        lines = ",\n".join("    " + json.dumps(r.to_dict(), ensure_ascii=False, default=str) for r in results)
+        encode = json.JSONEncoder(ensure_ascii=False, default=str).encode  # one encoder, not one a result
+        lines = ",\n".join(["    " + encode(r.to_dict()) for r in results])
         sys.stdout.write("{\n" + head + '  "results": [\n' + lines + "\n  ]\n}\n")
     else:
         typer.echo(f"{len(results)} memories: {counts['created']} created, {counts['merged']} merged, "
