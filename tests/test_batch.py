@@ -250,6 +250,45 @@ def test_a_name_taken_while_the_workers_create_the_notes_moves_its_early_index_r
     assert vault.refresh().parsed == 1  # the person's note, nothing of the batch's
 
 
+def _create_keeping_the_clock(items, mtime_ns=None):
+    """Stands in for files.create_files on a file system that keeps its own times (a coarse clock,
+    a network share): the files do not get the time their rows were indexed with."""
+    from vaultmem.files import atomic_write
+
+    return [(st.st_mtime_ns, st.st_size) for st in
+            (atomic_write(path, data, durable=False, exclusive=True) for path, data in items)]
+
+
+def test_rows_indexed_before_their_files_exist_end_with_the_files_own_stat(tmp_path, monkeypatch):
+    """A large batch indexes its new notes while a worker creates them, with the modification
+    time the worker gives each file; where the files end up with another, the rows follow them,
+    so the next refresh finds nothing to read again."""
+    import time
+
+    from vaultmem import files, pending
+
+    monkeypatch.setattr(drafts, "PARALLEL_MIN", 1)
+    monkeypatch.setattr("vaultmem.workers.worker_count", lambda: 2)
+    monkeypatch.setattr(pending, "CREATE_MIN", 2)
+    items = [{"text": f"Invoice INV-2026-{100 + i} for Acme is due on 2026-04-{10 + i}"} for i in range(6)]
+    stamped = Vault.init(tmp_path / "stamped")
+    before = time.time_ns()
+    stamped.remember_many(items)
+    rows = stamped.index.select_notes("kind = 'memory'")
+    assert len({row["mtime_ns"] for row in rows}) == 1 and rows[0]["mtime_ns"] >= before
+    _create_keeping_the_clock.__module__, _create_keeping_the_clock.__qualname__ = "vaultmem.files", "create_files"
+    monkeypatch.setattr(files, "create_files", _create_keeping_the_clock)  # the forked workers inherit it
+    own = Vault.init(tmp_path / "own")
+    own.remember_many(items)
+    for vault in (stamped, own):
+        rows = vault.index.select_notes("kind = 'memory'")
+        assert len(rows) == 6
+        assert all((row["mtime_ns"], row["size"]) == ((st := (vault.root / row["path"]).stat()).st_mtime_ns, st.st_size)
+                   for row in rows)
+        time.sleep(0.01)
+        assert vault.refresh().parsed == 0
+
+
 def _create_one_then_fill_the_disk(items, mtime_ns=None):
     """Stands in for files.create_files in the workers: the disk fills after the first note."""
     import errno
