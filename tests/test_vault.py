@@ -109,6 +109,21 @@ def test_a_batch_write_never_clobbers_with_or_without_a_no_replace_rename(tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling.md", "note.md"]
 
 
+@pytest.mark.parametrize("by_descriptor", [True, False])
+def test_a_written_file_can_be_given_its_modification_time(tmp_path, monkeypatch, by_descriptor):
+    """A batch gives its new notes the time their index rows were written with; where the OS cannot
+    set times through an open descriptor (Windows), the temp file's path is used."""
+    import os
+
+    if not by_descriptor:
+        monkeypatch.setattr(os, "supports_fd", set())
+    when = 1_700_000_000_123_456_789
+    st = atomic_write(tmp_path / "note.md", b"text", durable=False, exclusive=True, mtime_ns=when)
+    assert st.st_mtime_ns == (tmp_path / "note.md").stat().st_mtime_ns
+    assert abs(st.st_mtime_ns - when) < 1_000_000  # to the file system's resolution
+    assert [p.name for p in tmp_path.iterdir()] == ["note.md"]
+
+
 def test_write_refuses_a_note_changed_since_it_was_read(vault):
     result = vault.remember("The staging server is staging-02.")
     path = vault.root / result.path

@@ -30,8 +30,8 @@ def atomic_write(path: str | Path, data: bytes, *, durable: bool = True, exclusi
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
-            if mtime_ns is not None:
-                os.utime(fd, ns=(mtime_ns, mtime_ns))
+            if mtime_ns is not None:  # by descriptor where the OS can (not Windows): no second lookup
+                os.utime(fd if os.utime in os.supports_fd else tmp, ns=(mtime_ns, mtime_ns))
             if durable:
                 os.fsync(fd)
             st = os.fstat(fd)
