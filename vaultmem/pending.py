@@ -127,8 +127,11 @@ class PendingNotes:
         where = os.path.join(str(root), "")  # vault paths use '/': fine for open() everywhere, and no pathlib per note
         # one job, so one worker: creates in one folder serialise on its lock, a second creator only waits.
         # Every file gets the same modification time, so the rows indexed meanwhile are right from the
-        # start (restamping ~100,000 rows once the files exist rewrote ~70 MB of the index)
-        stamp = time.time_ns()
+        # start (restamping ~100,000 rows once the files exist rewrote ~70 MB of the index). It lies a
+        # racy window before now: no later edit can carry it, and the next refresh need not re-hash them
+        from .index import RACY_NS
+
+        stamp = time.time_ns() - RACY_NS
         job = pool.submit(create_files, [(where + rel, p.data) for rel, p in new], stamp)
         records = [self._record_of(rel, p) for rel, p in new]
         for record in records:
