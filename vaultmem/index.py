@@ -14,22 +14,22 @@ confirms by content hash.
 from __future__ import annotations
 
 import fcntl
-import operator
 import os
 import sqlite3
-import stat
 import threading
 import time
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import text
 from .events import log_files, read_new_lines
 from .files import remove_tree
-from .records import Record, build_records, encode_terms, index_terms
+from .records import Record, encode_terms, index_terms
+from .scan import RefreshStats, ScanRoot, map_chunks, walk
+from .sqlrows import (INSERT_KEY, INSERT_NOTE, NOTE_FIELDS, SCHEMA, UPSERT_ACCESS, connect, drop_lookups, dup_keys,
+                      record_from_row, row_dict, to_row, transaction)
 
 if TYPE_CHECKING:  # numpy and the snapshot load only when postings are built or read: a write does neither
     from .snapshot import PostingsBuilder, Snapshot
@@ -38,55 +38,6 @@ SCHEMA_VERSION = 5
 CHUNK = 512  # files per parse job
 BULK_ROWS = 5000  # rows from which an upsert that outnumbers the indexed notes rebuilds the lookups
 RACY_NS = 2_000_000_000  # coarse file-system clocks: an mtime this close to a check proves nothing
-
-NOTE_FIELDS = ("id", "path", "kind", "title", "mtime_ns", "size", "sha", "fp", "type", "value", "score", "ts",
-               "lifecycle", "source", "trust", "status", "namespace", "episode", "tags", "aliases", "links",
-               "body", "stamp", "error", "sketch")
-_LIST_FIELDS = ("tags", "aliases", "links")
-_NOTE_VALUES = operator.attrgetter(*NOTE_FIELDS)  # a Record's row values in one C call
-_LIST_AT = tuple(NOTE_FIELDS.index(f) for f in _LIST_FIELDS)
-_SKETCH_AT = NOTE_FIELDS.index("sketch")
-
-_SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS notes(doc INTEGER PRIMARY KEY, {", ".join(NOTE_FIELDS)});
-CREATE UNIQUE INDEX IF NOT EXISTS notes_path ON notes(path);
-CREATE INDEX IF NOT EXISTS notes_id ON notes(id);
-CREATE INDEX IF NOT EXISTS notes_fp ON notes(fp);
-CREATE INDEX IF NOT EXISTS notes_kind ON notes(kind);
-CREATE TABLE IF NOT EXISTS delta(doc INTEGER PRIMARY KEY, terms TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS tomb(doc INTEGER PRIMARY KEY);
-CREATE TABLE IF NOT EXISTS access(id TEXT PRIMARY KEY, uses INTEGER NOT NULL, last REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS logpos(file TEXT PRIMARY KEY, offset INTEGER NOT NULL);
-CREATE INDEX IF NOT EXISTS notes_value ON notes(type, value);
-CREATE INDEX IF NOT EXISTS notes_path_nocase ON notes(path COLLATE NOCASE);
--- sketch keys (dedup.sketch_keys) of the notes not yet in a generation; a generation keeps the rest
-CREATE TABLE IF NOT EXISTS dupkey(key INTEGER NOT NULL, path TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS dupkey_key ON dupkey(key);
-CREATE INDEX IF NOT EXISTS dupkey_path ON dupkey(path);
-"""
-
-
-@dataclass(frozen=True)
-class ScanRoot:
-    """A folder the index scans, the kind of note it holds and its folder role (memories, inbox …)."""
-
-    path: Path
-    kind: str
-    folder: str
-
-
-@dataclass
-class RefreshStats:
-    """What one refresh did."""
-
-    scanned: int = 0
-    read: int = 0
-    parsed: int = 0
-    added: int = 0
-    updated: int = 0
-    removed: int = 0
-    compacted: bool = False
 
 
 Progress = Callable[[int, int], None]
@@ -124,12 +75,12 @@ class Index:
     def _open_db(self) -> sqlite3.Connection:
         path = self.cache_dir / "index.sqlite"
         try:
-            return _connect(path)
+            return connect(path)
         except sqlite3.DatabaseError:
             # A damaged sidecar is only a cache: drop it and rebuild from the notes.
             for stale in self.cache_dir.glob("index.sqlite*"):
                 stale.unlink()
-            return _connect(path)
+            return connect(path)
 
     def close(self) -> None:
         """Close this thread's database connection."""
@@ -156,8 +107,8 @@ class Index:
             self._create(conn)
 
     def _create(self, conn: sqlite3.Connection) -> None:
-        conn.executescript(_SCHEMA)
-        with _transaction(conn):
+        conn.executescript(SCHEMA)
+        with transaction(conn):
             self._set_meta(conn, schema_version=SCHEMA_VERSION, tokenizer_version=text.TOKENIZER_VERSION)
 
     @staticmethod
@@ -168,7 +119,7 @@ class Index:
 
     def _wipe(self, conn: sqlite3.Connection) -> None:
         """Forget everything (new sidecar, or schema/tokenizer changed): a refresh rebuilds it from the notes."""
-        with _transaction(conn):
+        with transaction(conn):
             for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
                 conn.execute(f'DROP TABLE "{table}"')
         for gen in self.cache_dir.glob("gen-*"):
@@ -214,7 +165,7 @@ class Index:
         found: dict[str, tuple[ScanRoot, int, int]] = {}
         prefix = len(str(self.vault_root)) + 1
         for root in self.roots:
-            for path, mtime, size in _walk(str(root.path)):
+            for path, mtime, size in walk(str(root.path)):
                 found[path[prefix:] if os.sep == "/" else path[prefix:].replace(os.sep, "/")] = (root, mtime, size)
         return found
 
@@ -284,19 +235,19 @@ class Index:
         chunks = [items[i:i + CHUNK] for i in range(0, len(items), CHUNK)]
         postings = PostingsBuilder()
         columns: dict[str, list] = {name: [] for name in COLUMNS}
-        with _transaction(conn):
+        with transaction(conn):
             for table in ("notes", "delta", "tomb", "dupkey"):
                 conn.execute(f"DELETE FROM {table}")
             conn.execute("DELETE FROM meta WHERE key IN ('generation', 'n_base')")
             sketches: list[list[int]] = []
-            for recs, _ in _map_chunks(str(self.vault_root), chunks, self.defaults):
+            for recs, _ in map_chunks(str(self.vault_root), chunks, self.defaults):
                 first = postings.n_docs
                 for rec in recs:
                     postings.add(rec.terms)
                     sketches.append(rec.sketch)
                     for name in COLUMNS:
                         columns[name].append(getattr(rec, name))
-                conn.executemany(_INSERT_NOTE, [(first + i, *_row(rec)) for i, rec in enumerate(recs)])
+                conn.executemany(INSERT_NOTE, [(first + i, *to_row(rec)) for i, rec in enumerate(recs)])
                 if progress:
                     progress(postings.n_docs, len(items))
             # until the generation below exists, the next refresh must rebuild it from these rows
@@ -319,7 +270,7 @@ class Index:
         records: list[Record] = []
         restamped: list[tuple[int, int, str]] = []
         done = 0
-        for recs, stamps in _map_chunks(root, chunks, self.defaults):
+        for recs, stamps in map_chunks(root, chunks, self.defaults):
             records.extend(recs)
             restamped.extend(stamps)
             done += len(recs) + len(stamps)
@@ -347,7 +298,7 @@ class Index:
         changed again in the same mtime tick, so the next refresh re-hashes it (as git does).
         replacing holds the paths already in the index (None: look each record up).
         """
-        with _transaction(conn):
+        with transaction(conn):
             if replacing is None:  # in the transaction: another writer may have indexed one meanwhile
                 replacing = self._indexed(conn, [r.path for r in records])
             self._set_meta(conn, checked_ns=checked_ns)
@@ -364,12 +315,12 @@ class Index:
             docs = range(next_doc, next_doc + len(records))
             # more new rows than old ones (a first import): building the lookups afresh after the
             # inserts is ~40% cheaper than updating them row by row
-            rebuilt = _drop_lookups(conn) if len(records) >= max(BULK_ROWS, next_doc) else []
-            conn.executemany(_INSERT_NOTE, [(doc, *_row(rec)) for doc, rec in zip(docs, records)])
+            rebuilt = drop_lookups(conn) if len(records) >= max(BULK_ROWS, next_doc) else []
+            conn.executemany(INSERT_NOTE, [(doc, *to_row(rec)) for doc, rec in zip(docs, records)])
             for sql in rebuilt:
                 conn.execute(sql)
             if to_delta:  # else the generation about to be written holds their sketch keys
-                conn.executemany(_INSERT_KEY, _dup_keys(records))
+                conn.executemany(INSERT_KEY, dup_keys(records))
                 conn.executemany("INSERT INTO delta VALUES (?, ?)",
                                  [(doc, encode_terms(rec.terms)) for doc, rec in zip(docs, records)])
             self._set_meta(conn, next_doc=next_doc + len(records), version=int(self._meta(conn, "version", "0")) + 1)
@@ -446,7 +397,7 @@ class Index:
 
         generation = int(self._meta(conn, "generation", "0") or 0) + 1
         write_generation(self.cache_dir / f"gen-{generation}", postings, columns, sketches)
-        with _transaction(conn):
+        with transaction(conn):
             if any(old != new for new, old in enumerate(docs)):  # a first index is already in order
                 conn.execute("UPDATE notes SET doc = -1 - doc")
                 conn.executemany("UPDATE notes SET doc = ? WHERE doc = ?",
@@ -465,7 +416,7 @@ class Index:
             part = docs[start:start + 900]
             marks = ",".join("?" * len(part))
             for row in conn.execute(f"SELECT doc, {', '.join(NOTE_FIELDS)} FROM notes WHERE doc IN ({marks})", part):
-                out[row[0]] = _record_from_row(row[1:])
+                out[row[0]] = record_from_row(row[1:])
         return out
 
     def _drop_old_generations(self, current: int) -> None:
@@ -487,13 +438,13 @@ class Index:
                 pending.append((key, path))
         if not pending:
             return
-        with self._write_lock(), _transaction(conn):
+        with self._write_lock(), transaction(conn):
             for key, path in pending:
                 start = conn.execute("SELECT offset FROM logpos WHERE file = ?", (key,)).fetchone()
                 events, end = read_new_lines(path, start[0] if start else 0)
                 for ev in events:
                     if ev.get("event") == "access" and isinstance(ev.get("id"), str):
-                        conn.execute(_UPSERT_ACCESS, (ev["id"], float(ev.get("ts", 0))))
+                        conn.execute(UPSERT_ACCESS, (ev["id"], float(ev.get("ts", 0))))
                 conn.execute("INSERT OR REPLACE INTO logpos VALUES (?, ?)", (key, end))
             conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'version'")
 
@@ -519,7 +470,7 @@ class Index:
         from .snapshot import COLUMNS, load_snapshot
 
         for _ in range(3):
-            with _transaction(conn, "BEGIN"):
+            with transaction(conn, "BEGIN"):
                 generation = self._meta(conn, "generation", "")
                 n_base = int(self._meta(conn, "n_base", "0"))
                 next_doc = int(self._meta(conn, "next_doc", "0"))
@@ -540,19 +491,19 @@ class Index:
         """Full rows of these documents, or None when the index moved to another generation."""
         docs = [int(d) for d in docs]
         conn = self._conn()
-        with _transaction(conn, "BEGIN"):
+        with transaction(conn, "BEGIN"):
             if int(self._meta(conn, "generation", "0") or 0) != generation:
                 return None
             marks = ",".join("?" * len(docs))
             found = conn.execute(f"SELECT doc, {', '.join(NOTE_FIELDS)} FROM notes WHERE doc IN ({marks})", docs)
-            return {row[0]: _row_dict(row[1:]) for row in found}
+            return {row[0]: row_dict(row[1:]) for row in found}
 
     def select_notes(self, where: str = "1", params: tuple = (), order: str = "path",
                      columns: tuple[str, ...] = NOTE_FIELDS) -> list[dict[str, Any]]:
         """Rows of the notes table matching a SQL condition (all columns, or the ones named)."""
         conn = self._conn()
         sql = f"SELECT {', '.join(columns)} FROM notes WHERE {where} ORDER BY {order}"
-        return [_row_dict(r, columns) for r in conn.execute(sql, params)]
+        return [row_dict(r, columns) for r in conn.execute(sql, params)]
 
     def entity_state(self) -> tuple:
         """Changes whenever an entity note is added, removed or edited (a cache key)."""
@@ -622,111 +573,6 @@ class Index:
             "tokenizer_version": text.TOKENIZER_VERSION,
             "sidecar_bytes": size,
         }
-
-
-_INSERT_NOTE = f"INSERT INTO notes (doc, {', '.join(NOTE_FIELDS)}) VALUES ({', '.join('?' * (len(NOTE_FIELDS) + 1))})"
-_INSERT_KEY = "INSERT INTO dupkey VALUES (?, ?)"
-_UPSERT_ACCESS = ("INSERT INTO access VALUES (?, 1, ?) ON CONFLICT(id) DO UPDATE SET uses = uses + 1, "
-                  "last = max(last, excluded.last)")
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA busy_timeout = 60000")
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = NORMAL")
-    conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # fail now if the file is not a database
-    return conn
-
-
-@contextmanager
-def _transaction(conn: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE"):
-    conn.execute(begin)
-    try:
-        yield
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
-
-def _walk(folder: str):
-    """Markdown files below a folder, hidden entries and symbolic links skipped: (path, mtime_ns, size).
-
-    Plain strings and an explicit stack: at 100k notes, pathlib and nested generators cost more
-    than the stat calls themselves.
-    """
-    stack = [folder]
-    while stack:
-        try:
-            entries = os.scandir(stack.pop())
-        except (FileNotFoundError, NotADirectoryError, PermissionError):
-            continue
-        with entries:
-            for entry in entries:
-                name = entry.name
-                if name.startswith("."):
-                    continue
-                if name.endswith(".md"):
-                    if entry.is_symlink():
-                        continue  # might point outside the vault: never read through a link
-                    try:
-                        st = entry.stat()
-                    except OSError:
-                        continue  # removed while we looked, or a broken link
-                    if stat.S_ISREG(st.st_mode):
-                        yield entry.path, st.st_mtime_ns, st.st_size
-                elif entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
-
-
-def _drop_lookups(conn: sqlite3.Connection) -> list[str]:
-    """Drop the notes table's secondary indexes; returns the statements that create them again."""
-    found = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'notes' "
-                         "AND sql IS NOT NULL").fetchall()
-    for name, _ in found:
-        conn.execute(f'DROP INDEX "{name}"')
-    return [sql for _, sql in found]
-
-
-def _dup_keys(records: list[Record]) -> list[tuple[int, str]]:
-    """(key, path) rows of the near-duplicate sketch of each memory (not entities or episodes)."""
-    return [(key, rec.path) for rec in records for key in rec.sketch]
-
-
-def _row(rec: Record) -> list:
-    values = list(_NOTE_VALUES(rec))
-    for i in _LIST_AT:
-        values[i] = "\n".join(values[i])
-    values[_SKETCH_AT] = " ".join(map(str, values[_SKETCH_AT]))
-    return values
-
-
-def _row_dict(values: tuple, columns: tuple[str, ...] = NOTE_FIELDS) -> dict[str, Any]:
-    row = dict(zip(columns, values))
-    for f in _LIST_FIELDS:
-        if f in row:
-            row[f] = row[f].split("\n") if row[f] else []
-    if "sketch" in row:
-        row["sketch"] = [int(k) for k in row["sketch"].split()]
-    return row
-
-
-def _record_from_row(values: tuple) -> Record:
-    return Record(**_row_dict(values))
-
-
-def _map_chunks(root: str, chunks: list[list[tuple]], defaults: dict[str, Any]):
-    """build_records over chunks: in worker processes when there is enough work and more than one core."""
-    from .workers import process_pool, worker_count
-
-    workers = worker_count()
-    if workers < 2 or len(chunks) < 4:
-        for chunk in chunks:
-            yield build_records(root, chunk, defaults)
-        return
-    with process_pool(workers, ["vaultmem.records"]) as pool:
-        yield from pool.map(build_records, [root] * len(chunks), chunks, [defaults] * len(chunks))
 
 
 def _open_sketches(folder: Path) -> tuple[Any, Any]:

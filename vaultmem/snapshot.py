@@ -8,7 +8,7 @@ import os
 from array import array
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from itertools import count
+from itertools import count as numbers_from
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +27,7 @@ _EMPTY_TF = np.zeros(0, dtype=np.uint16)
 def _numbering(known: dict[str, int]) -> dict[str, int]:
     """Term -> number, numbered 0, 1, 2 … in order of first use: looking up a new term numbers it.
     A defaultdict whose factory is a counter does that in C (map() over a note's terms)."""
-    return defaultdict(count(len(known)).__next__, known)
+    return defaultdict(numbers_from(len(known)).__next__, known)
 
 
 class PostingsBuilder:

@@ -15,7 +15,8 @@ from .config import CONFIG_TEMPLATE, load_config
 from .errors import AmbiguousNote, NoteNotFound, UnsafePath, VaultNotFound, WriteConflict
 from .events import append_events, device_id
 from .files import atomic_write
-from .index import Index, RefreshStats, ScanRoot
+from .index import Index
+from .scan import RefreshStats, ScanRoot
 from .records import Record, build_record, content_hash
 
 STATE_DIR = ".vaultmem"

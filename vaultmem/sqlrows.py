@@ -1,0 +1,114 @@
+"""The index's SQLite file: its schema, connections and transactions, and a note's row.
+
+A Record becomes one `notes` row (lists joined by line breaks, the sketch by spaces) and comes
+back from it; index.py keeps the logic of what is written when.
+"""
+
+from __future__ import annotations
+
+import operator
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from .records import Record
+
+NOTE_FIELDS = ("id", "path", "kind", "title", "mtime_ns", "size", "sha", "fp", "type", "value", "score", "ts",
+               "lifecycle", "source", "trust", "status", "namespace", "episode", "tags", "aliases", "links",
+               "body", "stamp", "error", "sketch")
+_LIST_FIELDS = ("tags", "aliases", "links")
+_NOTE_VALUES = operator.attrgetter(*NOTE_FIELDS)  # a Record's row values in one C call
+_LIST_AT = tuple(NOTE_FIELDS.index(f) for f in _LIST_FIELDS)
+_SKETCH_AT = NOTE_FIELDS.index("sketch")
+
+SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS notes(doc INTEGER PRIMARY KEY, {", ".join(NOTE_FIELDS)});
+CREATE UNIQUE INDEX IF NOT EXISTS notes_path ON notes(path);
+CREATE INDEX IF NOT EXISTS notes_id ON notes(id);
+CREATE INDEX IF NOT EXISTS notes_fp ON notes(fp);
+CREATE INDEX IF NOT EXISTS notes_kind ON notes(kind);
+CREATE TABLE IF NOT EXISTS delta(doc INTEGER PRIMARY KEY, terms TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tomb(doc INTEGER PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS access(id TEXT PRIMARY KEY, uses INTEGER NOT NULL, last REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS logpos(file TEXT PRIMARY KEY, offset INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS notes_value ON notes(type, value);
+CREATE INDEX IF NOT EXISTS notes_path_nocase ON notes(path COLLATE NOCASE);
+-- sketch keys (dedup.sketch_keys) of the notes not yet in a generation; a generation keeps the rest
+CREATE TABLE IF NOT EXISTS dupkey(key INTEGER NOT NULL, path TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS dupkey_key ON dupkey(key);
+CREATE INDEX IF NOT EXISTS dupkey_path ON dupkey(path);
+"""
+
+
+INSERT_NOTE = f"INSERT INTO notes (doc, {', '.join(NOTE_FIELDS)}) VALUES ({', '.join('?' * (len(NOTE_FIELDS) + 1))})"
+INSERT_KEY = "INSERT INTO dupkey VALUES (?, ?)"
+UPSERT_ACCESS = ("INSERT INTO access VALUES (?, 1, ?) ON CONFLICT(id) DO UPDATE SET uses = uses + 1, "
+                 "last = max(last, excluded.last)")
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A connection shared by this process's threads, in WAL mode, waiting up to a minute for a lock."""
+    conn = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout = 60000")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # fail now if the file is not a database
+    return conn
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE") -> Iterator[None]:
+    """One transaction: committed on leaving, rolled back on any exception."""
+    conn.execute(begin)
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def drop_lookups(conn: sqlite3.Connection) -> list[str]:
+    """Drop the notes table's secondary indexes; returns the statements that create them again."""
+    found = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'notes' "
+                         "AND sql IS NOT NULL").fetchall()
+    for name, _ in found:
+        conn.execute(f'DROP INDEX "{name}"')
+    return [sql for _, sql in found]
+
+
+def dup_keys(records: list[Record]) -> list[tuple[int, str]]:
+    """(key, path) rows of the near-duplicate sketch of each memory (not entities or episodes)."""
+    return [(key, rec.path) for rec in records for key in rec.sketch]
+
+
+def to_row(rec: Record) -> list:
+    """The values of a Record's `notes` row, in NOTE_FIELDS order."""
+    values = list(_NOTE_VALUES(rec))
+    for i in _LIST_AT:
+        values[i] = "\n".join(values[i])
+    values[_SKETCH_AT] = " ".join(map(str, values[_SKETCH_AT]))
+    return values
+
+
+def row_dict(values: tuple, columns: tuple[str, ...] = NOTE_FIELDS) -> dict[str, Any]:
+    """A row's values by column name, its lists and sketch decoded."""
+    row = dict(zip(columns, values))
+    for f in _LIST_FIELDS:
+        if f in row:
+            row[f] = row[f].split("\n") if row[f] else []
+    if "sketch" in row:
+        row["sketch"] = [int(k) for k in row["sketch"].split()]
+    return row
+
+
+def record_from_row(values: tuple) -> Record:
+    """The Record a full `notes` row was written from."""
+    return Record(**row_dict(values))
+
+
+__all__ = ["INSERT_KEY", "INSERT_NOTE", "NOTE_FIELDS", "SCHEMA", "UPSERT_ACCESS", "connect", "drop_lookups",
+           "dup_keys", "record_from_row", "row_dict", "to_row", "transaction"]
