@@ -247,7 +247,40 @@ def test_a_name_taken_while_the_workers_create_the_notes_moves_its_early_index_r
     assert vault.resolve(results[0].id)["path"] == moved
     assert all(row["id"] != results[0].id for row in vault.index.select_notes("path = ?", (reserved,)))
     assert [h.path for h in vault.recall("deploy window Friday")][:1] == [moved]
+    day = (vault.root / "episodes" / "2026-11-02.md").read_text(encoding="utf-8")  # planned with the old name
+    assert "[[Deploy window is Friday 18 00 2]]" in day and "[[Deploy window is Friday 18 00]]" not in day
     assert vault.refresh().parsed == 1  # the person's note, nothing of the batch's
+
+
+def test_a_day_note_saved_while_the_batch_creates_its_notes_keeps_the_persons_text(vault, monkeypatch):
+    """A large batch works out its day notes' text while a worker creates its notes, and writes them
+    after: a day note someone saved in between gets the lines again over their text, and is indexed
+    as it ends up on disk."""
+    from vaultmem import pending, write
+
+    monkeypatch.setattr(drafts, "PARALLEL_MIN", 1)
+    monkeypatch.setattr("vaultmem.workers.worker_count", lambda: 2)
+    monkeypatch.setattr(pending, "CREATE_MIN", 1)
+    write_days = write.Writer._write_days
+    saved = vault.root / "episodes" / "2026-11-03.md"
+
+    def someone_saves_a_day_note_first(self, plans, jobs):
+        assert {p.path.name for p in plans} == {"2026-11-02.md", "2026-11-03.md"}
+        saved.write_text("# My day\n\nWrote this by hand.\n", encoding="utf-8")
+        return write_days(self, plans, jobs)
+
+    monkeypatch.setattr(write.Writer, "_write_days", someone_saves_a_day_note_first)
+    vault.remember_many([{"text": "Deploy window is Friday 18:00", "timestamp": "2026-11-02T10:00:00+00:00"},
+                         {"text": "Rollback owner is Dana", "timestamp": "2026-11-03T09:05:00+00:00"}])
+    text = saved.read_text(encoding="utf-8")
+    assert text.startswith("# My day\n\nWrote this by hand.\n") and "[[Rollback owner is Dana]]" in text
+    assert "[[Deploy window is Friday 18 00]]" in (vault.root / "episodes" / "2026-11-02.md").read_text(encoding="utf-8")
+    rows = {row["path"]: row for row in vault.index.select_notes("kind = 'episode'")}
+    for rel in ("episodes/2026-11-02.md", "episodes/2026-11-03.md"):
+        st = (vault.root / rel).stat()
+        assert (rows[rel]["mtime_ns"], rows[rel]["size"]) == (st.st_mtime_ns, st.st_size)
+    assert "Wrote this by hand." in rows["episodes/2026-11-03.md"]["body"]
+    assert vault.refresh().parsed == 0
 
 
 def _create_keeping_the_clock(items, mtime_ns=None):

@@ -8,6 +8,7 @@ stays byte for byte; a save in between a read and a write is detected and the ap
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from .records import content_hash
 if TYPE_CHECKING:
     from .vault import Vault
 
-__all__ = ["EpisodeLine", "append_episodes"]
+__all__ = ["DayPlan", "EpisodeLine", "append_episodes", "plan_days", "write_day"]
 
 HEADING = "## vaultmem"
 RETRIES = 5
@@ -57,19 +58,60 @@ def append_episodes(vault: Vault, lines: Iterable[EpisodeLine], *, durable: bool
         WriteConflict: a day note kept changing on disk through every retry.
         NoteFormatError: a day note is not UTF-8 text (it is left untouched).
     """
+    written = [path for path, day, rendered in _days(vault, lines) if _append_day(vault, path, day, rendered, durable)]
+    if written and index:
+        vault.index.upsert([vault.record_for(path) for path in written])
+    return [vault.relpath(path) for path in written]
+
+
+@dataclass(frozen=True)
+class DayPlan:
+    """A day note's next text, worked out before it is written (plan_days, then write_day)."""
+
+    path: Path
+    day: dt.date
+    lines: list[str]  # the lines to add, rendered
+    content: str      # the note's text with them
+    sha: str | None   # hash of the text it replaces; None for a new day note
+
+
+def plan_days(vault: Vault, lines: Iterable[EpisodeLine]) -> list[DayPlan]:
+    """What append_episodes would write, without writing it: a batch works its day notes out (and
+    has them indexed) while its memory notes are created, and writes them once those exist.
+
+    Raises:
+        NoteFormatError: a day note is not UTF-8 text.
+    """
+    plans = []
+    for path, day, rendered in _days(vault, lines):
+        content, sha = _next_text(path, day, rendered)
+        if content is not None:
+            plans.append(DayPlan(path, day, rendered, content, sha))
+    return plans
+
+
+def write_day(vault: Vault, plan: DayPlan, *, durable: bool = True) -> os.stat_result | None:
+    """Write a planned day note; returns its stat, or None when someone saved it since it was
+    planned and its lines were appended again over their text (as append_episodes does)."""
+    plan.path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        return vault.write_text(plan.path, plan.content, expected_sha=plan.sha, durable=durable)
+    except WriteConflict:
+        _append_day(vault, plan.path, plan.day, plan.lines, durable)
+        return None
+
+
+def _days(vault: Vault, lines: Iterable[EpisodeLine]) -> list[tuple[Path, dt.date, list[str]]]:
+    """(day note, day, its lines rendered in time order, each once), in the order of each day's first line."""
     by_day: dict[dt.date, list[EpisodeLine]] = {}
     for line in lines:
         by_day.setdefault(_local(line.when).date(), []).append(line)
     folder = vault.folders["episodes"]
-    written = []
+    out = []
     for day, entries in by_day.items():
         entries.sort(key=lambda e: _local(e.when))
-        path = folder / f"{day.isoformat()}.md"
-        if _append_day(vault, path, day, list(dict.fromkeys(e.render() for e in entries)), durable):
-            written.append(path)
-    if written and index:
-        vault.index.upsert([vault.record_for(path) for path in written])
-    return [vault.relpath(path) for path in written]
+        out.append((folder / f"{day.isoformat()}.md", day, list(dict.fromkeys(e.render() for e in entries))))
+    return out
 
 
 def _local(when: dt.datetime) -> dt.datetime:
@@ -80,24 +122,28 @@ def _local(when: dt.datetime) -> dt.datetime:
 def _append_day(vault: Vault, path: Path, day: dt.date, lines: list[str], durable: bool) -> bool:
     """Add the lines missing from one day note, re-reading it while someone else saves it; False if none were."""
     for _ in range(RETRIES):
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            data = None
-        if data is None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            content, sha = new_day_note(day, lines), None
-        else:
-            current = _decode(data, path)
-            content, sha = with_lines(current, lines), content_hash(data)
-            if content == current:
-                return False
+        content, sha = _next_text(path, day, lines)
+        if content is None:
+            return False
+        path.parent.mkdir(parents=True, exist_ok=True)
         try:
             vault.write_text(path, content, expected_sha=sha, durable=durable)
         except WriteConflict:
             continue  # created or saved by someone else since it was read: their text wins, append again
         return True
     raise WriteConflict(path)
+
+
+def _next_text(path: Path, day: dt.date, lines: list[str]) -> tuple[str | None, str | None]:
+    """(the day note's text with the lines added, hash of its current bytes or None if it does not
+    exist); the text is None when every line is already there."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return new_day_note(day, lines), None
+    current = _decode(data, path)
+    content = with_lines(current, lines)
+    return (None if content == current else content), content_hash(data)
 
 
 def _decode(data: bytes, path: Path) -> str:

@@ -193,6 +193,12 @@ def build_records(root: str, items: list[tuple], defaults: dict[str, Any]) -> tu
     return records, restamped
 
 
+def unwritten_records(items: list[tuple[bytes, str, str, str]], defaults: dict[str, Any]) -> list[Record]:
+    """build_record of each (data, vault path, kind, folder) about to be written, with the stat
+    (0, size): the writer sets the mtime once the file exists (worker jobs at the end of a batch)."""
+    return [build_record(data, rel, kind, folder, (0, len(data)), defaults) for data, rel, kind, folder in items]
+
+
 def index_terms(rec: Record) -> Counter:
     """The terms a note is found by: words and grams of its title, body, value, tags and aliases,
     plus one exact term per tag (`#tag`) and per link target (`@target`), and QUESTION_TERM when

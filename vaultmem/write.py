@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from . import text
 from .dedup import BatchKeys, restates
 from .drafts import Draft, Drafter, parse_time, union, worker_pool
-from .episodes import EpisodeLine, append_episodes
+from .episodes import DayPlan, EpisodeLine, append_episodes, plan_days, write_day
 from .errors import VaultmemError
 from .pending import PendingNotes
 from .records import Record, retitle
@@ -470,14 +470,23 @@ class Writer:
         """Write the waiting notes and the episode lines, flush a batch, update the index (once) and
         append the audit events."""
         early: dict[str, tuple[int, int]] = {}  # new notes indexed while a worker created them: path -> stat indexed
+        plans: list[DayPlan] = []  # the day notes' next text, worked out meanwhile
+        day_jobs: list[Future] = []  # their records, built by the workers that are not creating files
 
         def index_early(records: list[Record]) -> None:
+            plans.extend(self._plan_days())
+            day_jobs.extend(self._records_ahead(plans))
             early.update((rec.path, (rec.mtime_ns, rec.size)) for rec in records)
             self.vault.index.upsert(records)
 
         self._pending.flush(self.pool, index_early)
         renamed = self._renamed_titles()
-        if self._episodes:
+        days: dict[str, Record] = {}
+        if day_jobs and not renamed:
+            days = self._write_days(plans, day_jobs)
+        elif self._episodes:  # (or a note took another name than its lines were planned with)
+            for job in day_jobs:
+                job.cancel()
             lines = [EpisodeLine(e.when, renamed.get(e.title, e.title), e.source) for e in self._episodes]
             for rel in append_episodes(self.vault, lines, durable=self.durable, index=False):
                 self._changed[rel] = None
@@ -487,8 +496,8 @@ class Writer:
         indexed = {rel: stat for rel, stat in early.items() if rel not in self._pending.renamed}
         restamped = [(rec.mtime_ns, rec.size, rel) for rel, stat in indexed.items()
                      for rec in (self._pending.written[rel],) if (rec.mtime_ns, rec.size) != stat]
-        finals = [rel for rel in (self._pending.renamed.get(rel, rel) for rel in self._changed)
-                  if rel not in indexed and (rel in self._pending.written or (self.vault.root / rel).exists())]
+        finals = [rel for rel in (self._pending.renamed.get(rel, rel) for rel in self._changed) if rel not in indexed
+                  and rel not in days and (rel in self._pending.written or (self.vault.root / rel).exists())]
         # day notes and notes from disk are parsed for their records: in the workers, if any, during the sync
         jobs = self._parse_ahead([rel for rel in finals if not isinstance(self._pending.written.get(rel), Record)])
         syncing = None
@@ -504,11 +513,45 @@ class Writer:
                 self.vault.audit([dict(e, title=renamed[e["title"]]) if e.get("title") in renamed else e
                                   for e in self._audit])
             ahead = {rec.path: rec for job in jobs for rec in job.result()[0]}
-            if finals:
-                self.vault.index.upsert([self._record(rel, ahead) for rel in finals])
+            if finals or days:
+                self.vault.index.upsert([*(self._record(rel, ahead) for rel in finals), *days.values()])
         finally:
             if syncing is not None:
                 syncing.join()
+
+    def _plan_days(self) -> list[DayPlan]:
+        """The day notes' next text (none if a day note cannot be read: the usual path reports it)."""
+        if not self._episodes:
+            return []
+        try:
+            return plan_days(self.vault, self._episodes)
+        except VaultmemError:
+            return []
+
+    def _records_ahead(self, plans: list[DayPlan]) -> list[Future]:
+        """Jobs building the records of the planned day notes' text, for the workers not creating
+        files (at 100k memories: ~366 day notes, ~2 s of parsing that otherwise waits for the sync)."""
+        if self.pool is None or not plans:
+            return []
+        from .records import unwritten_records
+
+        items = [(p.content.encode("utf-8"), self.vault.relpath(p.path), *self.vault.kind_of(p.path)) for p in plans]
+        defaults = self.vault.config["defaults"]
+        return [self.pool.submit(unwritten_records, items[i:i + PARSE_CHUNK], defaults)
+                for i in range(0, len(items), PARSE_CHUNK)]
+
+    def _write_days(self, plans: list[DayPlan], jobs: list[Future]) -> dict[str, Record]:
+        """Write the planned day notes, now that the notes they link to exist; returns their records
+        (a day note saved by someone since it was planned gets its lines again and is parsed later)."""
+        records = [rec for job in jobs for rec in job.result()]
+        out = {}
+        for plan, rec in zip(plans, records):
+            st = write_day(self.vault, plan, durable=self.durable)
+            self._changed[rec.path] = None
+            if st is not None:
+                rec.mtime_ns, rec.size = st.st_mtime_ns, st.st_size
+                out[rec.path] = rec
+        return out
 
     def _record(self, rel: str, ahead: dict[str, Record]) -> Record:
         written = self._pending.written.get(rel)
