@@ -261,15 +261,15 @@ def test_a_day_note_saved_while_the_batch_creates_its_notes_keeps_the_persons_te
     monkeypatch.setattr(drafts, "PARALLEL_MIN", 1)
     monkeypatch.setattr("vaultmem.workers.worker_count", lambda: 2)
     monkeypatch.setattr(pending, "CREATE_MIN", 1)
-    write_days = write.Writer._write_days
+    write_planned = write.write_planned
     saved = vault.root / "episodes" / "2026-11-03.md"
 
-    def someone_saves_a_day_note_first(self, plans, jobs):
+    def someone_saves_a_day_note_first(v, plans, *args, **kwargs):
         assert {p.path.name for p in plans} == {"2026-11-02.md", "2026-11-03.md"}
         saved.write_text("# My day\n\nWrote this by hand.\n", encoding="utf-8")
-        return write_days(self, plans, jobs)
+        return write_planned(v, plans, *args, **kwargs)
 
-    monkeypatch.setattr(write.Writer, "_write_days", someone_saves_a_day_note_first)
+    monkeypatch.setattr(write, "write_planned", someone_saves_a_day_note_first)
     vault.remember_many([{"text": "Deploy window is Friday 18:00", "timestamp": "2026-11-02T10:00:00+00:00"},
                          {"text": "Rollback owner is Dana", "timestamp": "2026-11-03T09:05:00+00:00"}])
     text = saved.read_text(encoding="utf-8")
@@ -356,3 +356,25 @@ def test_a_batch_whose_file_creation_fails_leaves_no_index_row_without_its_note(
     monkeypatch.undo()
     assert {r.action for r in vault.remember_many(items)} <= {"created", "unchanged", "merged"}
     assert all((vault.root / row["path"]).is_file() for row in vault.index.select_notes("kind = 'memory'"))
+
+
+def test_a_day_note_that_is_not_text_stops_the_batch_with_a_clear_error_and_loses_nothing(vault, monkeypatch):
+    """The day note of a large batch's day is binary (a bad sync, a stray file): the batch says so,
+    leaves that file as it was, and the notes it wrote are whole and indexed."""
+    import pytest
+
+    from vaultmem import pending
+    from vaultmem.errors import NoteFormatError
+
+    monkeypatch.setattr(drafts, "PARALLEL_MIN", 1)
+    monkeypatch.setattr("vaultmem.workers.worker_count", lambda: 2)
+    monkeypatch.setattr(pending, "CREATE_MIN", 1)
+    day = vault.root / "episodes" / "2026-11-02.md"
+    day.parent.mkdir(parents=True, exist_ok=True)
+    day.write_bytes(b"\xff\xfe\x00binary")
+    items = [{"text": f"Ticket OPS-{i} closed", "timestamp": f"2026-11-02T10:0{i}:00+00:00"} for i in range(3)]
+    with pytest.raises(NoteFormatError, match="not a UTF-8 text note"):
+        vault.remember_many(items)
+    assert day.read_bytes() == b"\xff\xfe\x00binary"
+    rows = vault.index.select_notes("kind = 'memory'")
+    assert len(rows) == 3 and all((vault.root / row["path"]).is_file() for row in rows)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from . import text
 from .dedup import BatchKeys, restates
 from .drafts import Draft, Drafter, parse_time, union, worker_pool
-from .episodes import DayPlan, EpisodeLine, append_episodes, plan_days, write_day
+from .episodes import DayPlan, EpisodeLine, append_episodes, index_planned, plan_days, write_planned
 from .errors import VaultmemError
 from .pending import PendingNotes
 from .records import Record, retitle
@@ -474,8 +474,9 @@ class Writer:
         day_jobs: list[Future] = []  # their records, built by the workers that are not creating files
 
         def index_early(records: list[Record]) -> None:
-            plans.extend(self._plan_days())
-            day_jobs.extend(self._records_ahead(plans))
+            if self._episodes and self.pool is not None:  # a worker creates the notes: the others index these
+                plans.extend(plan_days(self.vault, self._episodes, strict=False))
+                day_jobs.extend(index_planned(self.vault, self.pool, plans, PARSE_CHUNK))
             early.update((rec.path, (rec.mtime_ns, rec.size)) for rec in records)
             self.vault.index.upsert(records)
 
@@ -483,7 +484,8 @@ class Writer:
         renamed = self._renamed_titles()
         days: dict[str, Record] = {}
         if day_jobs and not renamed:
-            days = self._write_days(plans, day_jobs)
+            for rel in write_planned(self.vault, plans, day_jobs, days, durable=self.durable):
+                self._changed[rel] = None
         elif self._episodes:  # (or a note took another name than its lines were planned with)
             for job in day_jobs:
                 job.cancel()
@@ -518,40 +520,6 @@ class Writer:
         finally:
             if syncing is not None:
                 syncing.join()
-
-    def _plan_days(self) -> list[DayPlan]:
-        """The day notes' next text (none if a day note cannot be read: the usual path reports it)."""
-        if not self._episodes:
-            return []
-        try:
-            return plan_days(self.vault, self._episodes)
-        except VaultmemError:
-            return []
-
-    def _records_ahead(self, plans: list[DayPlan]) -> list[Future]:
-        """Jobs building the records of the planned day notes' text, for the workers not creating
-        files (at 100k memories: ~366 day notes, ~2 s of parsing that otherwise waits for the sync)."""
-        if self.pool is None or not plans:
-            return []
-        from .records import unwritten_records
-
-        items = [(p.content.encode("utf-8"), self.vault.relpath(p.path), *self.vault.kind_of(p.path)) for p in plans]
-        defaults = self.vault.config["defaults"]
-        return [self.pool.submit(unwritten_records, items[i:i + PARSE_CHUNK], defaults)
-                for i in range(0, len(items), PARSE_CHUNK)]
-
-    def _write_days(self, plans: list[DayPlan], jobs: list[Future]) -> dict[str, Record]:
-        """Write the planned day notes, now that the notes they link to exist; returns their records
-        (a day note saved by someone since it was planned gets its lines again and is parsed later)."""
-        records = [rec for job in jobs for rec in job.result()]
-        out = {}
-        for plan, rec in zip(plans, records):
-            st = write_day(self.vault, plan, durable=self.durable)
-            self._changed[rec.path] = None
-            if st is not None:
-                rec.mtime_ns, rec.size = st.st_mtime_ns, st.st_size
-                out[rec.path] = rec
-        return out
 
     def _record(self, rel: str, ahead: dict[str, Record]) -> Record:
         written = self._pending.written.get(rel)
