@@ -500,7 +500,7 @@ class Writer:
                      for rec in (self._pending.written[rel],) if (rec.mtime_ns, rec.size) != stat]
         finals = [rel for rel in (self._pending.renamed.get(rel, rel) for rel in self._changed) if rel not in indexed
                   and rel not in days and (rel in self._pending.written or (self.vault.root / rel).exists())]
-        # day notes and notes from disk are parsed for their records: in the workers, if any, during the sync
+        # notes from disk, and day notes not indexed ahead, are parsed for their records: in the workers, if any
         jobs = self._parse_ahead([rel for rel in finals if not isinstance(self._pending.written.get(rel), Record)])
         syncing = None
         if not self.durable and self._changed:
@@ -509,7 +509,7 @@ class Writer:
             syncing = threading.Thread(target=os.sync, name="vaultmem-sync")
             syncing.start()
         try:
-            if moved or restamped:  # (rare) while the workers parse the day notes
+            if moved or restamped:  # (rare: a name taken meanwhile, a file system keeping its own times)
                 self.vault.index.upsert([], gone=moved, restamped=restamped)
             if self._audit:
                 self.vault.audit([dict(e, title=renamed[e["title"]]) if e.get("title") in renamed else e
