@@ -1,8 +1,8 @@
 """Near-duplicate detection for the write pipeline: sketch keys find candidates, a fuzzy ratio decides.
 
-Only a restatement may merge (see `restates`): the same numbers and no new word. So a memory's
-keys are built from exactly that: its numbers, and the four smallest of its distinct words under
-each of six hash permutations (a min-hash). Two restatements share their numbers and most terms,
+Only a restatement may merge (see `restates`): the same numbers in the same order, no new word,
+and the words in the same order. So a memory's keys are built from its numbers and the four
+smallest of its distinct words under each of six hash permutations (a min-hash). Two restatements share their numbers and most terms,
 so they share a key with high probability; two memories from the same template ("Met X on <date>
 about Y") almost never do, because their numbers or their lowest terms differ. Keys live in the
 index (table `dupkey`) for the notes on disk and in a dict for a batch in flight; only the
@@ -44,16 +44,35 @@ def restates(new_plain: str, old_plain: str) -> float:
     ratio of their `text.plain_text`), or 0 when the new one says something the old one does not.
 
     A merge keeps the old text, so only a restatement may merge: the new text's numbers are the
-    old one's ("room 301" is not "room 302") and it has no word the old one lacks ("moved to
-    Tuesday" is not "moved to Saturday", however alike the letters).
+    old one's, in the same order ("room 301" is not "room 302", "from 9 to 10" is not "from 10 to
+    9"), it has no word the old one lacks ("moved to Tuesday" is not "moved to Saturday", however
+    alike the letters), and the words both say once come in the same order ("from Berlin to Paris"
+    is not "from Paris to Berlin": a correction, not a restatement).
     """
-    if sorted(_NUMBER.findall(new_plain)) != sorted(_NUMBER.findall(old_plain)):
+    if _NUMBER.findall(new_plain) != _NUMBER.findall(old_plain):
         return 0.0
-    if not set(_WORD.findall(new_plain)) <= set(_WORD.findall(old_plain)):
+    new_words, old_words = _WORD.findall(new_plain), _WORD.findall(old_plain)
+    if not set(new_words) <= set(old_words):
         return 0.0  # every word counts here, stopwords too: "not" and "again" are news
+    if not _same_order(new_words, old_words):
+        return 0.0
     from rapidfuzz import fuzz  # here: most candidates fail the tests above, and it costs ~20 ms to import
 
     return fuzz.ratio(new_plain, old_plain) / 100.0
+
+
+def _same_order(new_words: list[str], old_words: list[str]) -> bool:
+    """Whether the words that each text uses exactly once, and both use, stand in the same order in both."""
+    shared = _once(new_words) & _once(old_words)
+    return [w for w in new_words if w in shared] == [w for w in old_words if w in shared]
+
+
+def _once(words: list[str]) -> set[str]:
+    seen: set[str] = set()
+    repeated: set[str] = set()
+    for word in words:
+        (repeated if word in seen else seen).add(word)
+    return seen - repeated
 
 
 class BatchKeys:
