@@ -88,7 +88,7 @@ def plan_days(vault: Vault, lines: Iterable[EpisodeLine], *, strict: bool = True
     plans = []
     for path, day, rendered in _days(vault, lines):
         try:
-            content, sha = _next_text(path, day, rendered)
+            content, sha = _next_text(vault, path, day, rendered)
         except NoteFormatError:
             if not strict:
                 return []
@@ -150,7 +150,7 @@ def _local(when: dt.datetime) -> dt.datetime:
 def _append_day(vault: Vault, path: Path, day: dt.date, lines: list[str], durable: bool) -> bool:
     """Add the lines missing from one day note, re-reading it while someone else saves it; False if none were."""
     for _ in range(RETRIES):
-        content, sha = _next_text(path, day, lines)
+        content, sha = _next_text(vault, path, day, lines)
         if content is None:
             return False
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -162,11 +162,12 @@ def _append_day(vault: Vault, path: Path, day: dt.date, lines: list[str], durabl
     raise WriteConflict(path)
 
 
-def _next_text(path: Path, day: dt.date, lines: list[str]) -> tuple[str | None, str | None]:
+def _next_text(vault: Vault, path: Path, day: dt.date, lines: list[str]) -> tuple[str | None, str | None]:
     """(the day note's text with the lines added, hash of its current bytes or None if it does not
-    exist); the text is None when every line is already there."""
+    exist); the text is None when every line is already there. A day note caught mid-save (empty)
+    is read again first (Vault.read_current)."""
     try:
-        data = path.read_bytes()
+        data = vault.read_current(path)
     except FileNotFoundError:
         return new_day_note(day, lines), None
     current = _decode(data, path)

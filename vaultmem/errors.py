@@ -51,9 +51,10 @@ class UnsafePath(VaultmemError):
 class WriteConflict(VaultmemError):
     """The note changed on disk after it was read; nothing was written."""
 
-    def __init__(self, path: Path | str):
+    def __init__(self, path: Path | str, problem: str = ""):
         self.path = path
-        super().__init__(f"{path} changed on disk since it was read; nothing was written (re-read it and try again)")
+        super().__init__(f"{path} {problem or 'changed on disk since it was read'}; nothing was written "
+                         "(re-read it and try again)")
 
 
 class PolicyViolation(VaultmemError):

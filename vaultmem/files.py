@@ -7,18 +7,21 @@ import errno
 import itertools
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 
 def atomic_write(path: str | Path, data: bytes, *, durable: bool = True, exclusive: bool = False,
-                 mtime_ns: int | None = None) -> os.stat_result:
+                 mtime_ns: int | None = None, before_replace: Callable[[], None] | None = None) -> os.stat_result:
     """Write a whole file so a reader sees the old bytes or the new ones, never a mix.
 
     A hidden temp file in the same folder is written (and fsynced when durable), then moved into
     place; with exclusive, an existing file is never replaced (a no-replace rename, or a hard
     link where the OS has none: either fails if the name is taken). With mtime_ns, the file gets
-    that modification (and access) time.
+    that modification (and access) time. before_replace runs once the temp file is on disk, just
+    before the move: whatever it raises leaves the old file as it is (a conflict check belongs
+    there, not before the slow write and fsync, when a person's save could still land unseen).
     Returns the new file's stat (from the open file: no extra lookup).
     Raises FileExistsError when exclusive and the name is taken.
     """
@@ -37,6 +40,8 @@ def atomic_write(path: str | Path, data: bytes, *, durable: bool = True, exclusi
             st = os.fstat(fd)
         finally:
             os.close(fd)
+        if before_replace is not None:
+            before_replace()
         if exclusive:
             _move_new(tmp, str(path), fast=not durable)
         else:

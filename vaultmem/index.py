@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import text
+from . import folderstate, text
 from .events import log_files, read_new_lines
 from .files import remove_tree
 from .records import Record, encode_terms, index_terms
@@ -160,12 +160,13 @@ class Index:
             conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, str(value)))
 
     # -- refresh -------------------------------------------------------------------------------
-    def scan(self) -> dict[str, tuple[ScanRoot, int, int]]:
-        """Every note file under the scan roots: relative path -> (root, mtime_ns, size)."""
+    def scan(self, folders: dict[str, int] | None = None) -> dict[str, tuple[ScanRoot, int, int]]:
+        """Every note file under the scan roots: relative path -> (root, mtime_ns, size); folders
+        gets the mtime_ns of each folder walked."""
         found: dict[str, tuple[ScanRoot, int, int]] = {}
         prefix = len(str(self.vault_root)) + 1
         for root in self.roots:
-            for path, mtime, size in walk(str(root.path)):
+            for path, mtime, size in walk(str(root.path), folders):
                 found[path[prefix:] if os.sep == "/" else path[prefix:].replace(os.sep, "/")] = (root, mtime, size)
         return found
 
@@ -179,12 +180,14 @@ class Index:
             stats = RefreshStats()
             started = time.time_ns()
             racy = int(self._meta(conn, "checked_ns", "0")) - RACY_NS
-            files = self.scan()
+            folders: dict[str, int] = {}
+            files = self.scan(folders)
             stats.scanned = len(files)
             known = {path: (mtime, size) for path, mtime, size in conn.execute("SELECT path, mtime_ns, size FROM notes")}
             if force or (not known and len(files) > self.compact_min):
                 self._build_first(conn, files, stats, started, progress)
                 self.fold_events()
+                folderstate.store_scanned(self, folders)
                 return stats
             todo = [rel for rel, (_, mtime, size) in files.items() if known.get(rel) != (mtime, size) or mtime >= racy]
             gone = list(known.keys() - files.keys())
@@ -199,7 +202,34 @@ class Index:
             self._apply(conn, records, gone, restamped, to_delta=not big, checked_ns=started, replacing=known)
             stats.compacted = self._maybe_compact(conn, progress, {r.path: r.terms for r in records} if big else None)
             self.fold_events()
+            folderstate.store_scanned(self, folders)
             return stats
+
+    def catch_up(self) -> RefreshStats | None:
+        """Refresh if a note may have been created, renamed or deleted since the index last looked (a
+        clone, a pull, a killed write: see folderstate.py); for a writer, which must see every note."""
+        with self._write_lock():
+            return None if folderstate.unchanged(self) else self.refresh()
+
+    def wrote(self) -> None:
+        """After vaultmem's own writes: keep the note folders' new times where nothing else changed them."""
+        with self._write_lock():
+            folderstate.store_after_write(self)
+
+    def names_in(self, folder: str) -> set[str]:
+        """File names of the indexed notes directly in a vault-relative folder."""
+        prefix = f"{folder}/" if folder else ""
+        rows = self._conn().execute("SELECT path FROM notes WHERE path >= ? AND path < ?", (prefix, prefix + "\U0010ffff"))
+        return {path[len(prefix):] for (path,) in rows if "/" not in path[len(prefix):]}
+
+    def get_meta(self, key: str) -> str:
+        """A value of the index's meta table ('' when unset)."""
+        return self._meta(self._conn(), key)
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a value in the index's meta table."""
+        with self._write_lock(), transaction(self._conn()):
+            self._set_meta(self._conn(), **{key: value})
 
     @staticmethod
     def _indexed(conn: sqlite3.Connection, paths: list[str]) -> set[str]:

@@ -371,9 +371,11 @@ def _create_entity(vault: Vault, path: Path, name: str, names: list[str], tags: 
 def _merge_aliases(vault: Vault, path: Path, names: list[str], durable: bool) -> str:
     """Add the names the entity note does not know yet to its `aliases`, changing nothing else."""
     try:
-        data = path.read_bytes()
+        data = vault.read_current(path)
     except FileNotFoundError:
         raise WriteConflict(path) from None  # renamed or deleted since it was found: look again
+    if not data:  # still empty after waiting out a save in place: an edit would be all the note
+        raise WriteConflict(path, "is empty (being saved?)")
     note = parse_note(data, path)
     new = _new_names(names, [path.stem, *note.aliases])
     if not new:

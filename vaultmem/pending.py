@@ -32,6 +32,15 @@ CREATE_MIN = 2000  # new notes at a batch's last flush for a worker to create th
 Edit = Callable[[dict[str, Any], str], tuple[dict[str, Any], str | None]]
 
 
+class StaleNote(Exception):
+    """A note on disk is no longer the text the index knew (PendingNotes.load); data: what it holds now."""
+
+    def __init__(self, rel: str, data: bytes | None):
+        super().__init__(rel)
+        self.rel = rel
+        self.data = data
+
+
 @dataclass
 class _Pending:
     data: bytes                     # the text to write
@@ -64,6 +73,26 @@ class PendingNotes:
         """A new note in folder role `role`, to be written under `rel` (reserved by the caller) or
         the next free name; source() gives the properties and body it was rendered from."""
         self._open[rel] = _Pending(data, None, record, source=source, role=role)
+
+    def load(self, rel: str, known_sha: str) -> None:
+        """Read a note from disk for the edits to come, if it is still the text the index knew
+        (known_sha): a note saved since was decided on from stale knowledge, and one caught
+        mid-save (empty, its frontmatter gone) is no note to merge into. Raises StaleNote then,
+        with what the file holds now (None: it is gone), for the caller to decide again.
+        """
+        if rel in self._open:
+            return
+        written = self.written.get(rel)
+        if written is not None:  # this writer wrote it at an earlier flush of the batch
+            known_sha = written.sha if not isinstance(written, bytes) else content_hash(written)
+        path = self.vault.root / rel
+        try:
+            data = self.vault.read_current(path, known_sha)
+        except FileNotFoundError:
+            raise StaleNote(rel, None) from None
+        if content_hash(data) != known_sha:
+            raise StaleNote(rel, data)
+        self._open[rel] = _Pending(data, known_sha)
 
     def edit(self, rel: str, edit: Edit) -> tuple[dict[str, Any], str]:
         """Change a note (waiting, or read from disk now); returns its new properties and body.
@@ -195,6 +224,8 @@ class PendingNotes:
         self.written[final] = record
 
     def _write_changed(self, rel: str, pending: _Pending) -> None:
+        if not pending.edits:  # loaded for an edit that was not made after all
+            return
         path: Path = self.vault.root / rel
         try:
             self.vault.write_text(path, pending.data, expected_sha=pending.sha, durable=self.durable)
@@ -229,4 +260,4 @@ def _replay(edits: list[Edit], rel: str) -> Callable[[Any], str]:
     return replay
 
 
-__all__ = ["PendingNotes"]
+__all__ = ["PendingNotes", "StaleNote"]

@@ -34,17 +34,23 @@ class RefreshStats:
     compacted: bool = False
 
 
-def walk(folder: str) -> Iterator[tuple[str, int, int]]:
+def walk(folder: str, folders: dict[str, int] | None = None) -> Iterator[tuple[str, int, int]]:
     """Markdown files below a folder, hidden entries and symbolic links skipped: (path, mtime_ns, size).
 
+    folders, if given, gets each folder's mtime_ns, taken before it is listed (folderstate.py).
     Plain strings and an explicit stack: at 100k notes, pathlib and nested generators cost more
     than the stat calls themselves.
     """
     stack = [folder]
     while stack:
+        where = stack.pop()
         try:
-            entries = os.scandir(stack.pop())
+            if folders is not None:
+                folders[where] = os.stat(where).st_mtime_ns
+            entries = os.scandir(where)
         except (FileNotFoundError, NotADirectoryError, PermissionError):
+            if folders is not None:
+                folders.pop(where, None)
             continue
         with entries:
             for entry in entries:

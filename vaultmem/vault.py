@@ -61,6 +61,23 @@ def inside(root: Path, candidate: Path) -> bool:
     return True
 
 
+SAVE_WAITS = (0.02, 0.05, 0.1, 0.2, 0.3, 0.4)  # seconds between reads of a note caught mid-save (~1 s in all)
+_pause = time.sleep  # (a test makes the save land here)
+
+
+def framed(data: bytes) -> bool:
+    """Whether a note's bytes hold a whole frontmatter block: an opening and a closing '---' line."""
+    text = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+    return text.startswith(b"---") and (b"\n---\n" in text or b"\n---\r\n" in text or text.rstrip().endswith(b"\n---"))
+
+
+def _mid_save(data: bytes, known_sha: str | None) -> bool:
+    """Whether bytes read from a note look like a save caught half-way (see Vault.read_current)."""
+    if not data:
+        return True
+    return known_sha is not None and not framed(data) and content_hash(data) != known_sha
+
+
 def find_templates() -> Path | None:
     """The Obsidian templates shipped with vaultmem (in the wheel, or the source checkout)."""
     here = Path(__file__).resolve().parent
@@ -250,13 +267,17 @@ class Vault:
                 return atomic_write(path, data, durable=durable, exclusive=True)
             except FileExistsError:
                 raise WriteConflict(path) from None
-        try:
-            current = content_hash(path.read_bytes())
-        except FileNotFoundError:
-            raise WriteConflict(path) from None
-        if current != expected_sha:
-            raise WriteConflict(path)
-        return atomic_write(path, data, durable=durable)
+
+        def unchanged() -> None:
+            try:
+                current = content_hash(path.read_bytes())
+            except FileNotFoundError:
+                raise WriteConflict(path) from None
+            if current != expected_sha:
+                raise WriteConflict(path)
+
+        unchanged()  # fail early, before the write and its fsync
+        return atomic_write(path, data, durable=durable, before_replace=unchanged)  # and again just before the move
 
     def check_folder(self, folder: Path) -> None:
         """Make sure notes may be created in this folder (inside the vault, symlinks resolved); raises
@@ -279,16 +300,37 @@ class Vault:
         except FileExistsError:
             raise WriteConflict(folder / name) from None
 
+    def read_current(self, path: Path, known_sha: str | None = None) -> bytes:
+        """A note's bytes as they are now, waiting out an editor's save in place.
+
+        An editor that saves in place truncates the file, then writes it: read in between, a note
+        is empty, or has lost its frontmatter, or its closing line. Such a read of a note that is
+        not as the index knew it (known_sha; None: an empty read) is read again for up to ~1 s.
+        What comes back may still be such a text: the caller must not take it for the note.
+        Raises FileNotFoundError.
+        """
+        data = path.read_bytes()
+        for pause in SAVE_WAITS:
+            if not _mid_save(data, known_sha):
+                break
+            _pause(pause)
+            data = path.read_bytes()
+        return data
+
     def edit_note(self, path: Path, edit: Callable[[Any], str], *, durable: bool = True, retries: int = 5) -> str:
         """Rewrite a note from its current text: read it, `edit(note.Note) -> new text`, write it
         unless it changed on disk meanwhile (a person saving in Obsidian), then read it again.
 
-        Returns the text written. Raises WriteConflict when it kept changing through every retry.
+        Returns the text written. Raises WriteConflict when it kept changing through every retry,
+        or when it reads empty or without its frontmatter (a save that has not ended: its text is
+        not the note, and an edit over it would throw the note away).
         """
         from .note import parse_note
 
         for _ in range(retries):
-            data = path.read_bytes()
+            data = self.read_current(path, "")
+            if not framed(data):
+                raise WriteConflict(path, "is empty or has lost its frontmatter (being saved?); it was left as it is")
             new_text = edit(parse_note(data, self.relpath(path)))
             try:
                 self.write_text(path, new_text, expected_sha=content_hash(data), durable=durable)

@@ -21,8 +21,8 @@ from . import text
 from .dedup import BatchKeys, restates
 from .drafts import Draft, Drafter, parse_time, union, worker_pool
 from .episodes import DayPlan, EpisodeLine, append_episodes, index_planned, plan_days, write_planned
-from .errors import VaultmemError
-from .pending import PendingNotes
+from .errors import VaultmemError, WriteConflict
+from .pending import PendingNotes, StaleNote
 from .records import Record, retitle
 
 if TYPE_CHECKING:
@@ -104,7 +104,8 @@ def _bump_version(version: Any, device: str) -> list[str]:
     return [*entries, f"{device}:1"]
 
 
-_KNOWN_COLUMNS = ("path", "id", "title", "type", "value", "namespace", "status", "score")
+_KNOWN_COLUMNS = ("path", "id", "title", "type", "value", "namespace", "status", "score", "sha")
+RESETTLE = 3  # times a draft is decided again because a note it was decided on changed meanwhile
 
 
 @dataclass
@@ -119,6 +120,7 @@ class _Known:
     namespace: str
     status: str
     score: float = 0.0
+    sha: str = ""  # content hash of the note as the index knew it ("" for a note this writer made)
 
 
 class Writer:
@@ -183,7 +185,30 @@ class Writer:
         return self.settle(self.drafter().draft(body, fields), fields.get("supersedes"))
 
     def settle(self, draft: Draft, supersedes: Any = None) -> WriteResult:
-        """Decide what a draft becomes (unchanged, merged, created, superseding) and write it."""
+        """Decide what a draft becomes (unchanged, merged, created, superseding) and write it.
+
+        A note it would merge into or supersede is read first: if a person saved it since it was
+        indexed (or is saving it now), it is indexed again as it is and the draft decided again.
+        """
+        for _ in range(RESETTLE):
+            try:
+                return self._settle(draft, supersedes)
+            except StaleNote as stale:
+                self._reindex(stale)
+        raise WriteConflict(draft.title, "kept changing while it was being decided on")
+
+    def _reindex(self, stale: StaleNote) -> None:
+        """Index a note again from what its file holds now, and forget what this writer knew of it."""
+        path = self.vault.root / stale.rel
+        if stale.data is None:
+            self.vault.index.upsert([], gone=[stale.rel])
+        else:
+            self.vault.index.upsert([self.vault.record_for(path, stale.data)])
+        for cache in (self._known, self._bodies, self._plains):
+            cache.pop(stale.rel, None)
+        self._attrs.clear()
+
+    def _settle(self, draft: Draft, supersedes: Any) -> WriteResult:
         ns = draft.meta["namespace"]
         found = self._by_fp.get(draft.fp) or self._existing_fp(draft.fp, ns)
         if found is not None:
@@ -250,7 +275,7 @@ class Writer:
         known = self._known.get(row["path"])
         if known is None:
             known = _Known(row["path"], row["id"], row["title"], row["type"], row["value"], row["namespace"],
-                           row["status"], float(row["score"] or 0))
+                           row["status"], float(row["score"] or 0), row["sha"])
             self._known[known.path] = known
         return known
 
@@ -375,6 +400,7 @@ class Writer:
                 return changes, draft.body
             return changes, None
 
+        self._pending.load(target.path, target.sha)
         meta, body = self._pending.edit(target.path, edit)
         score = float(meta.get("score") or 0)
         self._changed[target.path] = None
@@ -385,6 +411,7 @@ class Writer:
 
     def _create(self, draft: Draft, old: _Known | None) -> WriteResult:
         if old is not None:
+            self._pending.load(old.path, old.sha)  # before anything is placed: it may have to be decided again
             self.drafter().supersede(draft, old.title)
         rel = self._place(draft)
         title = draft.record.title
@@ -449,8 +476,7 @@ class Writer:
             "status": "superseded", "superseded_by": f"[[{new_title}]]",
             "version": _bump_version(meta.get("version"), self.vault.device)}, None))
         self._changed[old.path] = None
-        self._known[old.path] = _Known(old.path, old.id, old.title, old.type, old.value, old.namespace, "superseded",
-                                       old.score)
+        self._known[old.path] = replace(old, status="superseded")
         self._audit.append({"event": "supersede", "id": old.id, "path": old.path})
 
     def _log(self, draft: Draft, title: str, action: str, note_id: str) -> None:
@@ -549,6 +575,11 @@ class Writer:
         """Old title -> new, for the notes written under another name than they reserved (rare)."""
         return {old.rpartition("/")[2][:-3]: new.rpartition("/")[2][:-3] for old, new in self._pending.renamed.items()}
 
+    @property
+    def wrote(self) -> list[str]:
+        """Vault paths of the notes this writer has written to disk so far."""
+        return list(self._pending.written)
+
     def final(self, result: WriteResult) -> WriteResult:
         """The result with the path its note was finally written under."""
         new = self._pending.renamed.get(result.path)
@@ -556,13 +587,32 @@ class Writer:
 
 
 def remember(vault: Vault, body: str, *, explain: bool = False, **fields: Any) -> WriteResult:
-    """Store one memory through the pipeline (see the module docstring)."""
+    """Store one memory through the pipeline (see the module docstring).
+
+    It first catches up with notes the index has not seen (a clone, a pull, a write killed before
+    it was indexed: folderstate.py), so a retry or a known fact is never written twice. A failure
+    once a note is on disk says which notes were written.
+    """
     with vault.index.writing():
+        vault.index.catch_up()
         writer = Writer(vault, durable=True, explain=explain)
         body, checked = writer.check({"text": body, **fields}, "memory")
         result = writer.write(body, checked)
-        writer.finish()
+        try:
+            writer.finish()
+        except (OSError, VaultmemError) as exc:
+            if not writer.wrote:
+                raise
+            raise VaultmemError(f"{_reason(exc)}; already written: {', '.join(writer.wrote)} "
+                                "(a retry finds it and writes nothing twice)") from exc
+        vault.index.wrote()
     return writer.final(result)
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror}" + (f": {exc.filename}" if exc.filename else "")
+    return str(exc)
 
 
 def remember_many(vault: Vault, items: Iterable[dict[str, Any]], progress: Callable[[int], None] | None = None,

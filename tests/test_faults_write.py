@@ -1,0 +1,196 @@
+"""Fault injection on the write path: a person's save in place, a slowed fsync, a correction, a kill.
+
+Each test is a reproduction from an adversarial run (issue 11) that lost a person's text or wrote a
+memory twice before the fix.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+import vaultmem.vault as vault_module
+from vaultmem import Vault
+from vaultmem.errors import VaultmemError
+from vaultmem.note import parse_note
+
+PERSON = "客户 [[张三]] 的合同编号是 CT2024-0876。\n\nA line the person added by hand.\nAnd another one.\n"
+
+
+def _person_note(vault: Vault) -> tuple[str, bytes]:
+    """A memory the index knows, then edited by a person: (its vault path, its bytes)."""
+    result = vault.remember("客户张三的合同编号是 CT2024-0876", tags=["contract"], source="finance-bot")
+    path = vault.root / result.path
+    note = parse_note(path.read_bytes())
+    edited = note.text[: len(note.text) - len(note.body)] + PERSON
+    path.write_text(edited, encoding="utf-8")
+    vault.refresh()
+    return result.path, edited.encode("utf-8")
+
+
+def _assert_person_text_kept(vault: Vault, rel: str) -> None:
+    data = (vault.root / rel).read_bytes()
+    note = parse_note(data)
+    for line in PERSON.splitlines():
+        assert line in note.body
+    for key in ("id", "type", "value", "source", "tags"):
+        assert note.meta.get(key), key
+    assert note.meta["value"] == "CT2024-0876"
+
+
+def test_a_merge_waits_out_an_editor_saving_in_place(vault, monkeypatch):
+    """The editor has truncated the note and writes it a moment later: the merge sees the whole note."""
+    rel, saved = _person_note(vault)
+    path = vault.root / rel
+    path.write_bytes(b"")  # an in-place save: truncate, then write
+    pauses = []
+
+    def save_lands(seconds):
+        pauses.append(seconds)
+        if len(pauses) == 2:
+            path.write_bytes(saved)
+
+    monkeypatch.setattr(vault_module, "_pause", save_lands, raising=False)
+    result = vault.remember("客户张三的合同编号是 CT2024-0876", source="finance-bot")
+    assert result.path == rel and result.action in ("merged", "unchanged")
+    _assert_person_text_kept(vault, rel)
+
+
+def test_a_note_read_empty_is_never_merged_into(vault, monkeypatch):
+    """Still empty after the wait: not a note to merge into. Its bytes are left alone, the memory is kept."""
+    rel, _ = _person_note(vault)
+    path = vault.root / rel
+    path.write_bytes(b"")
+    monkeypatch.setattr(vault_module, "_pause", lambda seconds: None, raising=False)
+    result = vault.remember("客户张三的合同编号是 CT2024-0876", source="finance-bot")
+    assert path.read_bytes() == b""  # never "merged" into a file of score, tags and version alone
+    assert result.action == "created" and result.path != rel
+    assert "CT2024-0876" in (vault.root / result.path).read_text(encoding="utf-8")
+
+
+def test_a_note_without_its_frontmatter_is_never_merged_into(vault, monkeypatch):
+    rel, _ = _person_note(vault)
+    path = vault.root / rel
+    half = "客户 [[张三]] 的合同编号是 CT2024-0876。\n"  # the body arrived, the properties not (yet)
+    path.write_text(half, encoding="utf-8")
+    monkeypatch.setattr(vault_module, "_pause", lambda seconds: None, raising=False)
+    result = vault.remember("客户张三的合同编号是 CT2024-0876", source="finance-bot")
+    assert path.read_text(encoding="utf-8") == half
+    assert result.path != rel
+
+
+def test_a_note_saved_since_it_was_indexed_is_read_again_and_decided_on_anew(vault):
+    """The index still has the old text; the person changed the number: no merge into the new text."""
+    rel, _ = _person_note(vault)
+    path = vault.root / rel
+    text = path.read_text(encoding="utf-8").replace("CT2024-0876", "CT2024-0999")
+    path.write_text(text, encoding="utf-8")  # no refresh: the index still knows CT2024-0876
+    result = vault.remember("客户张三的合同编号是 CT2024-0876", source="finance-bot")
+    # decided on the person's text: their number is the one replaced, their lines all kept
+    assert result.action == "created" and result.path != rel
+    after = parse_note((vault.root / rel).read_bytes())
+    assert after.meta["value"] == "CT2024-0999" and after.meta["status"] == "superseded"
+    assert after.body == parse_note(text).body
+
+
+def test_a_save_landing_during_the_fsync_is_not_overwritten(vault, monkeypatch):
+    """The conflict check runs again just before the rename: a save during a slow fsync wins, and the
+    merge is made again over it."""
+    rel, saved = _person_note(vault)
+    path = vault.root / rel
+    later = saved.decode("utf-8").replace("And another one.", "And another one.\nSaved during the fsync.")
+    real_fsync = os.fsync
+    landed = []
+
+    def slow_fsync(fd):
+        real_fsync(fd)
+        if not landed and os.path.basename(os.readlink(f"/proc/self/fd/{fd}")).startswith(f".{path.name}."):
+            landed.append(True)
+            path.write_text(later, encoding="utf-8")  # Obsidian saves while our temp file is being synced
+
+    monkeypatch.setattr(os, "fsync", slow_fsync)
+    result = vault.remember("客户张三的合同编号是 CT2024-0876 again confirmed", tags=["billing"],
+                            source="finance-bot", type="contract_id", value="CT2024-0876")
+    assert landed, "the injected save never ran"
+    assert result.action == "merged" and result.path == rel
+    text = path.read_text(encoding="utf-8")
+    assert "Saved during the fsync." in text
+    _assert_person_text_kept(vault, rel)
+    assert "billing" in parse_note(text).meta["tags"]
+
+
+@pytest.mark.parametrize("first, second", [
+    ("Move the standup from 9 to 10 on Monday", "Move the standup from 10 to 9 on Monday"),
+    ("Transfer 500 from account 6222 0001 to account 6222 0002",
+     "Transfer 500 from account 6222 0002 to account 6222 0001"),
+    ("The quarterly report goes from the Berlin office to the Paris office every Monday morning",
+     "The quarterly report goes from the Paris office to the Berlin office every Monday morning"),
+])
+def test_a_correction_is_never_merged_away_as_a_restatement(vault, first, second):
+    vault.remember(first)
+    result = vault.remember(second)
+    assert result.action == "created"
+    bodies = [p.read_text(encoding="utf-8") for p in vault.folders["memories"].glob("*.md")]
+    assert any(second in body for body in bodies)
+
+
+def test_a_restatement_in_the_same_order_still_merges(vault):
+    vault.remember("Move the standup from 9 to 10 on Monday")
+    assert vault.remember("move the standup from 9 to 10 on monday!").action in ("merged", "unchanged")
+
+
+def _notes(vault: Vault) -> list[str]:
+    return sorted(p.name for p in vault.folders["memories"].glob("*.md"))
+
+
+def test_a_remember_killed_before_its_index_update_is_not_written_twice(vault):
+    """The note reached the disk, the index never heard of it (a kill): the retry finds it."""
+    vault.remember("Deploy window is Tuesday 22:00", tags=["ops"])
+    cache = vault.state / "cache"
+    saved = vault.root.parent / "cache-before"
+    vault.close()
+    shutil.copytree(cache, saved)
+    Vault(vault.root).remember("The staging database is db-staging-02", tags=["ops"])
+    shutil.rmtree(cache)
+    shutil.copytree(saved, cache)  # as if killed after the note's rename, before the index commit
+    again = Vault(vault.root)
+    result = again.remember("The staging database is db-staging-02", tags=["ops"])
+    assert result.action == "unchanged"
+    assert len(_notes(again)) == 2
+
+
+def test_a_remember_that_fails_after_writing_its_note_says_so_and_the_retry_writes_nothing(vault, monkeypatch):
+    """A full disk while the day note is written: the error names the note written; the retry finds it."""
+    import vaultmem.write as write_module
+
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(write_module, "append_episodes", disk_full)
+    with pytest.raises(VaultmemError, match=r"No space left on device; already written: memories/.*\.md"):
+        vault.remember("Invoice INV-2024-0042 is due on 2026-12-20")
+    monkeypatch.undo()
+    retry = Vault(vault.root).remember("Invoice INV-2024-0042 is due on 2026-12-20")
+    assert retry.action == "unchanged"
+    assert len(_notes(vault)) == 1
+
+
+def test_a_cloned_vault_without_its_index_does_not_duplicate_a_known_fact(vault):
+    vault.remember("Prefers concise answers", lifecycle="preference")
+    vault.close()
+    clone = vault.root.parent / "clone"
+    shutil.copytree(vault.root, clone, ignore=shutil.ignore_patterns("cache"))
+    copy = Vault(clone)
+    assert copy.remember("Prefers concise answers", lifecycle="preference").action == "unchanged"
+    assert len(_notes(copy)) == 1
+
+
+def test_a_note_added_by_hand_since_the_last_look_is_seen_by_the_next_remember(vault):
+    vault.remember("first memory of the day")
+    note = vault.folders["memories"] / "Synced from the laptop.md"
+    note.write_text("---\nid: 01JDX3K8Q4W2M9ZC6T7B5N0H1A\ntype: fact\n---\nThe VPN gateway is vpn-eu-3.\n",
+                    encoding="utf-8")
+    result = vault.remember("The VPN gateway is vpn-eu-3.")
+    assert result.action in ("unchanged", "merged") and result.path.endswith("Synced from the laptop.md")

@@ -1,0 +1,101 @@
+"""Whether a note may have appeared, gone or been replaced in the note folders since the index looked.
+
+A single `remember` must see every note the vault holds (a fresh `git clone`, a `git pull`, a copy
+by hand, a `remember` killed after its note was written but before the index heard of it), yet a
+full refresh stats every file. A folder's modification time changes whenever an entry in it is
+created, renamed over or deleted — which is how every one of those cases lands (git and atomic
+saves write a new file and rename it; a kill leaves a file the folder gained). So the index keeps
+the modification time of every folder it scans, and a writer refreshes only when one differs.
+
+What it cannot see: a file rewritten in place (its folder keeps its time) — a merge re-reads such
+a note before changing it (write.py), and recall's refresh re-hashes it; and, on a file system
+whose clock ticks coarsely, a file created by another program in the same tick as vaultmem's own
+write. After its own writes, a writer stores a folder's new time only when the folder's names are
+exactly the ones the index holds, so another program's file created meanwhile is never absorbed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .index import Index
+
+META_KEY = "folders"
+
+
+def folder_times(folders: Iterable[str]) -> dict[str, int]:
+    """mtime_ns of each folder (a path as the scan gives it) that exists."""
+    out: dict[str, int] = {}
+    for folder in folders:
+        try:
+            out[folder] = os.stat(folder).st_mtime_ns
+        except OSError:
+            continue
+    return out
+
+
+def unchanged(index: Index) -> bool:
+    """Whether every scanned folder has the time the index last stored for it (none stored: False)."""
+    stored = _stored(index)
+    if not stored:
+        return False
+    roots = [str(root.path) for root in index.roots if root.path.is_dir()]
+    if any(root not in stored for root in roots):
+        return False
+    return folder_times(stored) == stored
+
+
+def store_scanned(index: Index, times: dict[str, int]) -> None:
+    """Keep the folder times a full scan saw (taken before each folder was listed)."""
+    index.set_meta(META_KEY, json.dumps(times, separators=(",", ":")))
+
+
+def store_after_write(index: Index) -> None:
+    """After vaultmem's own writes: keep the new time of each folder that changed, if the folder holds
+    exactly the notes and sub-folders the index knows (else it stays stale and the next writer refreshes)."""
+    stored = _stored(index)
+    if not stored:
+        return
+    now = folder_times(stored)
+    changed = [folder for folder, mtime in now.items() if stored.get(folder) != mtime]
+    if not changed:
+        return
+    prefix = len(str(index.vault_root)) + 1
+    for folder in changed:
+        rel = folder[prefix:].replace(os.sep, "/")
+        notes, subfolders = _listing(folder)
+        if notes == index.names_in(rel) and subfolders <= {os.path.basename(f) for f in stored if
+                                                           os.path.dirname(f) == folder}:
+            stored[folder] = now[folder]
+    index.set_meta(META_KEY, json.dumps(stored, separators=(",", ":")))
+
+
+def _listing(folder: str) -> tuple[set[str], set[str]]:
+    """The note file names and the sub-folder names directly in a folder (hidden ones skipped)."""
+    notes: set[str] = set()
+    subfolders: set[str] = set()
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            name = entry.name
+            if name.startswith("."):
+                continue
+            if name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                notes.add(name)
+            elif entry.is_dir(follow_symlinks=False):
+                subfolders.add(name)
+    return notes, subfolders
+
+
+def _stored(index: Index) -> dict[str, int]:
+    try:
+        stored = json.loads(index.get_meta(META_KEY) or "{}")
+    except ValueError:
+        return {}
+    return stored if isinstance(stored, dict) else {}
+
+
+__all__ = ["folder_times", "store_after_write", "store_scanned", "unchanged"]
