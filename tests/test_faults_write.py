@@ -13,7 +13,7 @@ import pytest
 
 import vaultmem.vault as vault_module
 from vaultmem import Vault
-from vaultmem.errors import VaultmemError
+from vaultmem.errors import VaultmemError, WriteConflict
 from vaultmem.note import parse_note
 
 PERSON = "客户 [[张三]] 的合同编号是 CT2024-0876。\n\nA line the person added by hand.\nAnd another one.\n"
@@ -194,3 +194,53 @@ def test_a_note_added_by_hand_since_the_last_look_is_seen_by_the_next_remember(v
                     encoding="utf-8")
     result = vault.remember("The VPN gateway is vpn-eu-3.")
     assert result.action in ("unchanged", "merged") and result.path.endswith("Synced from the laptop.md")
+
+
+_EDITOR = r"""
+import os, sys, time
+path, stop, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+for n in range(rounds):
+    if os.path.exists(stop):
+        break
+    with open(path, "rb") as handle:
+        text = handle.read()
+    if not text.startswith(b"---"):
+        time.sleep(0.002)
+        continue
+    text = text.rstrip(b"\n") + b"\nperson line %d\n" % n
+    with open(path, "r+b") as handle:  # a save in place: truncate, a moment, then the text
+        handle.truncate(0)
+        handle.flush()
+        os.fsync(handle.fileno())
+        time.sleep(0.001)
+        handle.write(text)
+    print(n, flush=True)
+    time.sleep(0.02)  # Obsidian saves ~2 s after a keystroke: this is a fast typist's worst case
+"""
+
+
+def test_an_editor_saving_in_place_while_an_agent_merges_loses_no_line(vault, tmp_path):
+    """Adversarial run: 59 of 60 merges destroyed the note, 436 of 584 person lines were lost."""
+    import subprocess
+    import sys
+
+    rel, _ = _person_note(vault)
+    path = vault.root / rel
+    stop = tmp_path / "stop"
+    editor = subprocess.Popen([sys.executable, "-c", _EDITOR, str(path), str(stop), "400"],
+                              stdout=subprocess.PIPE, text=True)
+    conflicts = 0
+    try:
+        for n in range(40):
+            try:
+                vault.remember("客户张三的合同编号是 CT2024-0876", source="finance-bot", tags=[f"round{n % 3}"])
+            except WriteConflict:  # it kept changing while decided on: an error that writes nothing is fine
+                conflicts += 1
+    finally:
+        stop.write_text("")
+        saved = [int(line) for line in editor.communicate(timeout=30)[0].split()]
+    text = path.read_text(encoding="utf-8")
+    lost = [n for n in saved if f"person line {n}\n" not in text]
+    assert saved and not lost, f"{len(lost)} of {len(saved)} person lines lost"
+    _assert_person_text_kept(vault, rel)
+    assert conflicts < 10

@@ -105,7 +105,7 @@ def _bump_version(version: Any, device: str) -> list[str]:
 
 
 _KNOWN_COLUMNS = ("path", "id", "title", "type", "value", "namespace", "status", "score", "sha")
-RESETTLE = 3  # times a draft is decided again because a note it was decided on changed meanwhile
+RESETTLE = 5  # times a draft is decided again because a note it was decided on changed meanwhile
 
 
 @dataclass
@@ -656,6 +656,7 @@ def _remember_many(vault: Vault, items: list[dict[str, Any]], progress: Callable
                 if progress:
                     progress(n)
             writer.finish()
+        vault.index.wrote()  # the next single remember need not rescan what this batch wrote
     return [writer.final(r) for r in results]
 
 
