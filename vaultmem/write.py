@@ -212,6 +212,8 @@ class Writer:
         ns = draft.meta["namespace"]
         found = self._by_fp.get(draft.fp) or self._existing_fp(draft.fp, ns)
         if found is not None:
+            if isinstance(found, _Known):
+                self._finish_supersede(found)
             return self._unchanged(found, draft)
         target, reason = self._merge_target(draft)
         if target is not None:
@@ -366,6 +368,28 @@ class Writer:
                     by_entity[text.normalize(link)] = row
         row = by_entity.get(entity)
         return self._remember_row(row) if row is not None and self._on_disk(row["path"]) else None
+
+    def _finish_supersede(self, known: _Known) -> None:
+        """A note found again that supersedes one still active: a write killed (or failed) between
+        creating it and marking the old one finishes now, on its retry."""
+        from .note import parse_note
+
+        if known.path in self._pending or known.status != "active":
+            return
+        try:
+            target = parse_note((self.vault.root / known.path).read_bytes(), known.path).meta.get("supersedes")
+        except (OSError, VaultmemError):
+            return
+        if not isinstance(target, str) or not target.startswith("[[") or not target.endswith("]]"):
+            return
+        title = target[2:-2].split("|")[0].split("#")[0]
+        rows = self.vault.index.select_notes("title = ? AND +kind = 'memory' AND status = 'active' AND path != ?",
+                                             (title, known.path), columns=_KNOWN_COLUMNS)
+        for row in rows:
+            if self._on_disk(row["path"]):
+                old = self._remember_row(row)
+                self._pending.load(old.path, old.sha)
+                self._retire(old, known.title)
 
     # -- outcomes ------------------------------------------------------------------------------------
     def _result(self, action: str, known: _Known, draft: Draft, score: float,
