@@ -2,6 +2,13 @@
 
 Pure: text in, cleaned text out. Nothing here touches disk, so a secret is gone before the note,
 the index or a log could see it. A Finding names the kind of secret, never the secret itself.
+
+Every field a write accepts passes the policy, one of two ways. Free text (the body, a title, a
+value) is cleaned: its secrets are redacted or hashed and the rest is kept. An identifier (a tag,
+source, type, namespace, episode, lifecycle, supersedes reference, entity name or alias) is never
+cleaned: "ops-***" would be a nonsense tag or namespace that still groups notes, and a hash would
+keep a guessable secret in the file name, the links and the index. A secret in one refuses the whole
+write (a batch before any note, entity notes included), and the error names the field, never the value.
 """
 
 from __future__ import annotations
@@ -83,7 +90,8 @@ _PIN = LazyPattern(
     re.IGNORECASE,
 )
 _KNOWN_KEY = LazyPattern(  # formats issued by providers: the prefix says what it is, so case matters
-    r"(?<![A-Za-z0-9_-])(?:sk-[A-Za-z0-9_-]{20,}|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"
+    # (after '-' or '_' too: "ops-AKIA…", "ci_ghp_…" are keys pasted into an identifier)
+    r"(?<![A-Za-z0-9])(?:sk-[A-Za-z0-9_-]{20,}|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"
     r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|(?:AKIA|ASIA)[0-9A-Z]{16}"
     r"|xox[abeoprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35})(?![A-Za-z0-9_-])"
 )
@@ -397,7 +405,8 @@ def _matches_any(name: str, patterns: tuple[str, ...]) -> bool:
 
 
 class Policy:
-    """What may be written: clean() removes secrets, check_tags() refuses tags, trust() rates a source."""
+    """What may be written: clean() removes secrets from free text, check_tags() refuses blocked tags,
+    check_identifier() refuses an identifier holding a secret, trust() rates a source."""
 
     def __init__(self, action: str, rules: Iterable[_Rule], blocked_tags: Iterable[str],
                  user_sources: Iterable[str], external_sources: Iterable[str]):
@@ -417,6 +426,7 @@ class Policy:
         # dicts, not lru_cache: a policy is pickled into the worker processes that draft a batch)
         self._rated: dict[str, str] = {}
         self._tag_parts: dict[str, str | None] = {}
+        self._secret_kinds: dict[str, str | None] = {}
 
     @classmethod
     def from_config(cls, config: dict) -> Policy:
@@ -475,6 +485,22 @@ class Policy:
                     f"tag {part!r} is blocked by the write policy (policy.blocked_tags in .vaultmem/config.yaml);"
                     " store secrets in a password manager"
                 )
+
+    def check_identifier(self, field: str, value: str, where: str = "") -> None:
+        """Raise PolicyViolation when an identifier (a tag, source, namespace, entity name …) holds a secret.
+
+        Redacted, it would be a nonsense identifier that still groups and links notes, so the write is
+        refused instead. The message names the field (after `where`, e.g. "item 3") and the kind of
+        secret, never the value.
+        """
+        kind = _cached(self._secret_kinds, value, self._first_secret)
+        if kind is not None:
+            raise PolicyViolation(f"{where + ': ' if where else ''}{field} holds a secret ({kind}); an identifier is"
+                                  " never redacted, so nothing was written (keep secrets in a password manager)")
+
+    def _first_secret(self, value: str) -> str | None:
+        spans = self._secret_spans(value)
+        return spans[0][2].kind if spans else None
 
     def _blocked_part(self, tag: str) -> str | None:
         """Return the first blocked part of a tag, or None."""
