@@ -251,7 +251,8 @@ def test_cli_errors_never_echo_a_rejected_value(vault, capsys, args):
 
 def test_library_errors_for_bad_values_name_the_expectation_only(vault):
     for fields, expected in (({"timestamp": "sk-" + "k" * 30}, "ISO 8601"), ({"score": "pw:Qx9kL2mQx9kL2m"}, "0 and 10"),
-                             ({"tags": {"password": "Qx9kL2m"}}, "list of strings")):
+                             ({"tags": {"password": "Qx9kL2m"}}, "list of strings"),
+                             ({"position": "kkkkQx9kL2m"}, "first or last")):
         with pytest.raises(VaultmemError, match=expected) as caught:
             vault.remember("a memory", **fields)
         assert "kkkk" not in str(caught.value) and "Qx9kL2m" not in str(caught.value)

@@ -25,8 +25,10 @@ from .config import defaults
 from .errors import ConfigError, PolicyViolation
 from .text import LazyPattern, normalize, normalize_tag
 
-__all__ = ["DETECTORS", "Finding", "Policy"]
+__all__ = ["DETECTORS", "IDENTIFIER_FIELDS", "Finding", "Policy"]
 
+# the single-valued fields of a write that name or group notes (with tags and entity names, lists)
+IDENTIFIER_FIELDS = ("source", "type", "namespace", "episode", "lifecycle", "supersedes")
 _ACTIONS = ("redact", "hash")
 _REDACTED = "***"
 
@@ -406,7 +408,7 @@ def _matches_any(name: str, patterns: tuple[str, ...]) -> bool:
 
 class Policy:
     """What may be written: clean() removes secrets from free text, check_tags() refuses blocked tags,
-    check_identifier() refuses an identifier holding a secret, trust() rates a source."""
+    check_identifiers() refuses identifiers holding a secret, trust() rates a source."""
 
     def __init__(self, action: str, rules: Iterable[_Rule], blocked_tags: Iterable[str],
                  user_sources: Iterable[str], external_sources: Iterable[str]):
@@ -485,6 +487,18 @@ class Policy:
                     f"tag {part!r} is blocked by the write policy (policy.blocked_tags in .vaultmem/config.yaml);"
                     " store secrets in a password manager"
                 )
+
+    def check_identifiers(self, fields: dict[str, Any], where: str) -> None:
+        """check_identifier() for each identifier of a checked write item (tags and entity names one by one)."""
+        check = self.check_identifier
+        for tag in fields["tags"]:
+            check("tag", tag, where)
+        for name in fields["entity"]:
+            check("entity", name, where)
+        for key in IDENTIFIER_FIELDS:
+            value = fields.get(key)
+            if value is not None and value != "":
+                check(key, value if isinstance(value, str) else str(value), where)
 
     def check_identifier(self, field: str, value: str, where: str = "") -> None:
         """Raise PolicyViolation when an identifier (a tag, source, namespace, entity name …) holds a secret.

@@ -35,9 +35,6 @@ PARSE_CHUNK = 16  # day notes (and notes from disk) per worker job at the end of
 PENDING_MAX = 200_000  # new notes kept back before a flush writes them (each ~2 KB with its index record)
 BATCH_FIELDS = {"text", "tags", "source", "lifecycle", "score", "timestamp", "type", "value", "namespace",
                 "episode", "title", "entity", "candidate", "supersedes", "position"}
-# the single-valued fields that name or group notes: a secret in one refuses the write (tags and
-# entity names, lists, are checked one by one)
-IDENTIFIER_FIELDS = ("source", "type", "namespace", "episode", "lifecycle", "supersedes")
 
 
 @dataclass(frozen=True)
@@ -177,7 +174,7 @@ class Writer:
         fields["tags"] = _str_list(fields.get("tags"), "tags")
         self.policy.check_tags(fields["tags"])
         fields["entity"] = _names(fields.get("entity"))
-        self._check_identifiers(fields, where)
+        self.policy.check_identifiers(fields, where)
         score = fields.get("score")
         if score is not None and not (isinstance(score, (int, float)) and 0 <= score <= 10):
             raise VaultmemError(f"{where}: score must be a number between 0 and 10")
@@ -188,18 +185,6 @@ class Writer:
         except VaultmemError as exc:
             raise VaultmemError(f"{where}: {exc}") from None
         return body.strip(), fields
-
-    def _check_identifiers(self, fields: dict[str, Any], where: str) -> None:
-        """Refuse an item whose identifier fields hold a secret (see policy.py: they are never redacted)."""
-        check = self.policy.check_identifier
-        for tag in fields["tags"]:
-            check("tag", tag, where)
-        for name in fields["entity"]:
-            check("entity", name, where)
-        for key in IDENTIFIER_FIELDS:
-            value = fields.get(key)
-            if value is not None and value != "":
-                check(key, value if isinstance(value, str) else str(value), where)
 
     # -- the pipeline ------------------------------------------------------------------------------
     def write(self, body: str, fields: dict[str, Any]) -> WriteResult:
@@ -238,7 +223,7 @@ class Writer:
             if names:
                 when = parse_time(fields.get("timestamp"))
                 for name in names:
-                    # the given names were checked; a name a cue finds next to a secret is no name
+                    # the given names were checked; a cue's name that a rule calls secret is no name
                     if not self.policy.clean(name)[1]:
                         self._ensure_entity(name, when)
 
