@@ -42,6 +42,14 @@ VaultOpt = Annotated[Optional[Path], typer.Option(
     help="The vault folder.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (stable fields, see README) instead of text.")]
 TagOpt = Annotated[Optional[list[str]], typer.Option("--tag", "-t", help="A tag (repeatable).")]
+# Extra arguments are refused by us, not by click, whose message repeats them: an unquoted
+# `remember my password is hunter2` must not print the password back
+EXTRA_ARGS = {"allow_extra_args": True}
+
+
+def _no_extra(ctx: typer.Context, what: str) -> None:
+    if ctx.args:
+        raise VaultmemError(f"{len(ctx.args)} unexpected argument(s) after {what}; quote text that has spaces")
 
 
 def _progress(label: str):
@@ -73,8 +81,9 @@ def init(path: Annotated[Path, typer.Argument(help="Folder to make a vault (crea
         typer.echo(f"Vault ready at {vault.root}")
 
 
-@app.command()
+@app.command(context_settings=EXTRA_ARGS)
 def remember(
+    ctx: typer.Context,
     text: Annotated[Optional[str], typer.Argument(help="The memory (omit with --batch).")] = None,
     tag: TagOpt = None,
     source: Annotated[Optional[str], typer.Option(help="Who writes it: user, an agent name, web, import:<x>.")] = None,
@@ -97,6 +106,7 @@ def remember(
     json_out: JsonOpt = False,
 ) -> None:
     """Store a memory: secrets redacted, values extracted, duplicates merged, entities linked."""
+    _no_extra(ctx, "the memory text")
     if batch is not None:
         _remember_batch(open_vault(vault), batch, json_out, explain)
         return
@@ -152,12 +162,14 @@ entity_app = typer.Typer(cls=_Group, no_args_is_help=True, help="Entity notes: p
 app.add_typer(entity_app, name="entity")
 
 
-@entity_app.command("add")
-def entity_add(name: Annotated[str, typer.Argument(help="The entity's name (its note's file name).")],
+@entity_app.command("add", context_settings=EXTRA_ARGS)
+def entity_add(ctx: typer.Context,
+               name: Annotated[str, typer.Argument(help="The entity's name (its note's file name).")],
                alias: Annotated[Optional[list[str]], typer.Option(
                    "--alias", "-a", help="Another name it goes by (repeatable).")] = None,
                tag: TagOpt = None, vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
     """Create an entity note (or add aliases to an existing one); mentions then become links."""
+    _no_extra(ctx, "the name")
     v = open_vault(vault)
     v.refresh()
     action, path = v.add_entity(name, alias or [], tag or [])

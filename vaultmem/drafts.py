@@ -45,7 +45,8 @@ def parse_time(value: str | dt.datetime | dt.date | None) -> dt.datetime:
         try:
             value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
-            raise VaultmemError(f"invalid timestamp {value!r}: use ISO 8601, e.g. 2026-11-29T14:02:11+08:00") from None
+            # the value is not repeated: a mistyped option may be a secret pasted in the wrong place
+            raise VaultmemError("invalid timestamp: use ISO 8601, e.g. 2026-11-29T14:02:11+08:00") from None
     if not isinstance(value, dt.datetime):
         value = dt.datetime(value.year, value.month, value.day)
     return value.astimezone() if value.tzinfo is None else value

@@ -317,13 +317,16 @@ def add_entity(vault: Vault, name: str, aliases: Iterable[str] = (), *, tags: It
     Returns:
         (action 'created' | 'merged' | 'unchanged', vault-relative path).
     Raises:
+        PolicyViolation: the name, an alias or a tag holds a secret, or a tag is blocked (nothing written).
         UnsafePath: nothing of the name is usable as a file name.
         WriteConflict: the note kept changing on disk through every retry.
     """
     name = " ".join(name.split())
-    title = safe_filename(name)
+    aliases, tags = list(aliases), list(tags)
     if not name:
         raise VaultmemError("an entity needs a name")
+    _check_policy(vault, name, aliases, tags)
+    title = safe_filename(name)
     if title == "memory" and name != "memory":
         raise UnsafePath(f"{name!r} cannot be an entity's file name")
     wanted = [" ".join(a.split()) for a in (name, *aliases)]
@@ -338,6 +341,19 @@ def add_entity(vault: Vault, name: str, aliases: Iterable[str] = (), *, tags: It
             vault.index.upsert([vault.record_for(path)])
         return action, vault.relpath(path)
     raise WriteConflict(path)
+
+
+def _check_policy(vault: Vault, name: str, aliases: list[str], tags: list[str]) -> None:
+    """Refuse a name, alias or tag holding a secret (identifiers are never redacted) and blocked tags."""
+    from .policy import Policy
+
+    policy = vault.reused("policy", None, lambda: Policy.from_config(vault.config))
+    policy.check_identifier("entity name", name)
+    for alias in aliases:
+        policy.check_identifier("entity alias", alias)
+    policy.check_tags(tags)
+    for tag in tags:
+        policy.check_identifier("entity tag", tag)
 
 
 def _entity_path(vault: Vault, name: str) -> Path | None:

@@ -2,6 +2,13 @@
 
 Pure: text in, cleaned text out. Nothing here touches disk, so a secret is gone before the note,
 the index or a log could see it. A Finding names the kind of secret, never the secret itself.
+
+Every field a write accepts passes the policy, one of two ways. Free text (the body, a title, a
+value) is cleaned: its secrets are redacted or hashed and the rest is kept. An identifier (a tag,
+source, type, namespace, episode, lifecycle, supersedes reference, entity name or alias) is never
+cleaned: "ops-***" would be a nonsense tag or namespace that still groups notes, and a hash would
+keep a guessable secret in the file name, the links and the index. A secret in one refuses the whole
+write (a batch before any note, entity notes included), and the error names the field, never the value.
 """
 
 from __future__ import annotations
@@ -18,8 +25,10 @@ from .config import defaults
 from .errors import ConfigError, PolicyViolation
 from .text import LazyPattern, normalize, normalize_tag
 
-__all__ = ["DETECTORS", "Finding", "Policy"]
+__all__ = ["DETECTORS", "IDENTIFIER_FIELDS", "Finding", "Policy"]
 
+# the single-valued fields of a write that name or group notes (with tags and entity names, lists)
+IDENTIFIER_FIELDS = ("source", "type", "namespace", "episode", "lifecycle", "supersedes")
 _ACTIONS = ("redact", "hash")
 _REDACTED = "***"
 
@@ -66,18 +75,25 @@ _QUOTES = {'"': '"', "'": "'", "“": "”", "「": "」"}
 _ALREADY_CLEAN = LazyPattern(r"(?:\*\*\*|sha256:[0-9a-f]{64})(?![0-9A-Za-z])")
 
 _PASSWORD_EN = LazyPattern(
-    r"(?<![a-z])(?:pass(?:word|wd|code|phrase)s?|pwd)(?![a-z])"
+    r"(?<![a-z])(?:pass(?:word|wd|code|phrase)s?|pwd?)(?![a-z])"
     # "the password for the router is …": up to three words naming what it opens
     r"(?:\s+(?:for|of|to|on|at|in)(?:\s+[^\s:=,.;]{1,40}){1,3}?)?"
     r"""["']?(?P<sep>\s*(?:[:=：]|=>)\s*|\s+(?:is|was|are|were)(?:\s*[:：])?\s+)""" + _VALUE,
     re.IGNORECASE,
 )
 _PASSWORD_ZH = LazyPattern(
-    r"(?:密码|密碼|口令|pin码)(?P<sep>\s*(?:是|为|為|改成了?|改为|改為|设为|设置为|設為|[:：=])\s*)?" + _VALUE,
+    r"(?:密码|密碼|口令|pin码)(?P<sep>\s*(?:是|为|為|改成了?|改为|改為|设为|设置为|設為|[:：=])\s*|\s+)?" + _VALUE,
+    re.IGNORECASE,
+)
+# "PIN" is also an English word ("pin the issue"): only digits after it are a PIN
+_PIN = LazyPattern(
+    r"(?<![a-z])pin(?P<code>\s*code)?(?P<sep>\s*[:=：]\s*|\s+(?:is|was)(?:\s*[:：])?\s+|\s+)(?P<secret>\d{4,12})"
+    r"(?![\da-z])",
     re.IGNORECASE,
 )
 _KNOWN_KEY = LazyPattern(  # formats issued by providers: the prefix says what it is, so case matters
-    r"(?<![A-Za-z0-9_-])(?:sk-[A-Za-z0-9_-]{20,}|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"
+    # (after '-' or '_' too: "ops-AKIA…", "ci_ghp_…" are keys pasted into an identifier)
+    r"(?<![A-Za-z0-9])(?:sk-[A-Za-z0-9_-]{20,}|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"
     r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|(?:AKIA|ASIA)[0-9A-Z]{16}"
     r"|xox[abeoprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35})(?![A-Za-z0-9_-])"
 )
@@ -125,7 +141,8 @@ _BANK_CARD = LazyPattern(
 # and no long digit run. They search the lowercased text without IGNORECASE, which lets the regex
 # engine skip ahead by first character (about 10x faster on this CPython).
 _KEY_SEPARATOR = r"""["']?\s*(?:[:=：]|是|为|為)"""
-_PASSWORD_WORDS = ("密码", "密碼", "口令", "pin码", "pass(?:word|wd|code|phrase)", "pwd")
+_PASSWORD_WORDS = ("密码", "密碼", "口令", "pin码", "pass(?:word|wd|code|phrase)", "pw",
+                   r"pin(?:\s*code)?(?:\s+(?:is|was))?\s*[:=\uff1a\d]")
 _TRIGGER_WORDS = {
     "password": "|".join(_PASSWORD_WORDS),
     # a provider's prefix, or a key name's last word before its ':'/'=' ("token of appreciation" is prose)
@@ -157,6 +174,21 @@ _RARE_ANCHORS_ASCII = LazyPattern("|".join([
     r"begin|bearer|yj",
     _TRIGGER_WORDS["connection_string"],
 ]))
+# What prose puts after "the password is/was": little words, and words ending as adjectives and
+# participles do (up to 14 letters: "correcthorsebatterystaple" is no dictionary word)
+_PROSE_AFTER_IS = frozenset("""
+    a an the this that these those my your his her its our their one no not never now still also just only
+    always usually often sometimes already too very so quite really probably being be same different here
+    there where what which who how why when if in on at for to of from with by under behind inside outside
+    written somewhere nowhere anywhere everywhere gone ok okay fine good bad wrong right correct incorrect
+    invalid valid weak strong short long simple complex easy hard safe unsafe secure insecure new old empty
+    blank missing unknown known public private secret hidden visible true false case longer shorter stronger
+    weaker better worse enough due set reset ready done up down out off back over alive dead available
+    different sufficient insufficient present absent important irrelevant relevant consistent redundant
+    constant current urgent apparent evident permanent transparent normal personal global local final fatal
+    trivial minimal special essential universal
+""".split())
+_PROSE_ENDINGS = ("ed", "ing", "ly", "able", "ible", "ive", "ous", "ful", "less", "ary", "ory", "ical", "ional")
 _ID_KEY = LazyPattern("id" + _KEY_SEPARATOR)
 _LONG_NUMBER = LazyPattern(r"\d[\d -]{12}")  # room for a 13-digit card or an 18-digit id number
 _ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
@@ -172,17 +204,33 @@ def _looks_random(value: str) -> bool:
 
 
 def _password_en_ok(m: re.Match[str]) -> bool:
-    """After "is"/"was" a plain lowercase word is prose ("the password is required"), not a password."""
+    """After "is"/"was" a plain word is a password ("my password is swordfish") unless prose goes on
+    with it: a little word, or one shaped like an adjective or participle ("the password is required")."""
     value = m.group("secret")
     if any(c in m.group("sep") for c in ":=：") or value[0] in _QUOTES:
         return True
     plain_word = value.isalpha() and (len(value) == 1 or value[1:].islower())
-    return not plain_word
+    return not (plain_word and _is_prose(value.lower()))
+
+
+def _is_prose(word: str) -> bool:
+    return word in _PROSE_AFTER_IS or (len(word) <= 14 and word.endswith(_PROSE_ENDINGS))
+
+
+def _pin_ok(m: re.Match[str]) -> bool:
+    """"PIN 1234" could be a year after a pin ("pin 2024 roadmap"): a bare space only after "PIN code"."""
+    return m.group("code") is not None or bool(m.group("sep").strip())
 
 
 def _password_zh_ok(m: re.Match[str]) -> bool:
-    """Without 是/为/':' the value must be long enough: "密码8位以上" names a length, not a password."""
-    return m.group("sep") is not None or len(m.group("secret")) >= 4
+    """Without 是/为/':' the value must be long enough: "密码8位以上" names a length, not a password; after a
+    bare space it must also hold a digit or a sign ("密码 88888888abc", not "密码 reset 了")."""
+    sep, value = m.group("sep"), m.group("secret")
+    if sep is None:
+        return len(value) >= 4
+    if not sep.strip():
+        return len(value) >= 4 and not value.isalpha()
+    return True
 
 
 def _key_assignment_ok(m: re.Match[str]) -> bool:
@@ -243,6 +291,7 @@ _BUILT_IN: tuple[_Rule, ...] = (  # on an identical span the earlier rule names 
     _Rule("api_key", _KEY_ASSIGNMENT, "api_key", _key_assignment_ok),
     _Rule("password", _PASSWORD_EN, "password", _password_en_ok),
     _Rule("password", _PASSWORD_ZH, "password", _password_zh_ok),
+    _Rule("password", _PIN, "password", _pin_ok),
     _Rule("id_card", _ID_CARD, "number", _id_card_ok),
     _Rule("bank_card", _BANK_CARD, "number", _bank_card_ok),
 )
@@ -358,7 +407,8 @@ def _matches_any(name: str, patterns: tuple[str, ...]) -> bool:
 
 
 class Policy:
-    """What may be written: clean() removes secrets, check_tags() refuses tags, trust() rates a source."""
+    """What may be written: clean() removes secrets from free text, check_tags() refuses blocked tags,
+    check_identifiers() refuses identifiers holding a secret, trust() rates a source."""
 
     def __init__(self, action: str, rules: Iterable[_Rule], blocked_tags: Iterable[str],
                  user_sources: Iterable[str], external_sources: Iterable[str]):
@@ -378,6 +428,7 @@ class Policy:
         # dicts, not lru_cache: a policy is pickled into the worker processes that draft a batch)
         self._rated: dict[str, str] = {}
         self._tag_parts: dict[str, str | None] = {}
+        self._secret_kinds: dict[str, str | None] = {}
 
     @classmethod
     def from_config(cls, config: dict) -> Policy:
@@ -436,6 +487,34 @@ class Policy:
                     f"tag {part!r} is blocked by the write policy (policy.blocked_tags in .vaultmem/config.yaml);"
                     " store secrets in a password manager"
                 )
+
+    def check_identifiers(self, fields: dict[str, Any], where: str) -> None:
+        """check_identifier() for each identifier of a checked write item (tags and entity names one by one)."""
+        check = self.check_identifier
+        for tag in fields["tags"]:
+            check("tag", tag, where)
+        for name in fields["entity"]:
+            check("entity", name, where)
+        for key in IDENTIFIER_FIELDS:
+            value = fields.get(key)
+            if value is not None and value != "":
+                check(key, value if isinstance(value, str) else str(value), where)
+
+    def check_identifier(self, field: str, value: str, where: str = "") -> None:
+        """Raise PolicyViolation when an identifier (a tag, source, namespace, entity name …) holds a secret.
+
+        Redacted, it would be a nonsense identifier that still groups and links notes, so the write is
+        refused instead. The message names the field (after `where`, e.g. "item 3") and the kind of
+        secret, never the value.
+        """
+        kind = _cached(self._secret_kinds, value, self._first_secret)
+        if kind is not None:
+            raise PolicyViolation(f"{where + ': ' if where else ''}{field} holds a secret ({kind}); an identifier is"
+                                  " never redacted, so nothing was written (keep secrets in a password manager)")
+
+    def _first_secret(self, value: str) -> str | None:
+        spans = self._secret_spans(value)
+        return spans[0][2].kind if spans else None
 
     def _blocked_part(self, tag: str) -> str | None:
         """Return the first blocked part of a tag, or None."""

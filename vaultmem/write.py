@@ -22,6 +22,7 @@ from .dedup import BatchKeys, restates
 from .drafts import Draft, Drafter, parse_time, union, worker_pool
 from .episodes import DayPlan, EpisodeLine, append_episodes, index_planned, plan_days, write_planned
 from .errors import VaultmemError, WriteConflict
+from .extract import POSITIONS
 from .pending import PendingNotes, StaleNote
 from .records import Record, retitle
 
@@ -161,10 +162,13 @@ class Writer:
 
     # -- checks that run before anything is written --------------------------------------------
     def check(self, item: dict[str, Any], where: str) -> tuple[str, dict[str, Any]]:
-        """Validate one item (fields, blocked tags); raises VaultmemError/PolicyViolation."""
+        """Validate one item (fields, blocked tags, secrets in identifiers); raises VaultmemError/PolicyViolation.
+
+        A message never repeats a value it refuses (it may be a secret): it says what was expected.
+        """
         unknown = set(item) - BATCH_FIELDS
-        if unknown:
-            raise VaultmemError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+        if unknown:  # a field's name is shown, cleaned like text (a JSON key can be anything)
+            raise VaultmemError(f"{where}: unknown field(s) {self.policy.clean(', '.join(sorted(unknown)))[0]}")
         body = item.get("text")
         if not isinstance(body, str) or not body.strip():
             raise VaultmemError(f"{where}: `text` is required and must be a non-empty string")
@@ -172,10 +176,16 @@ class Writer:
         fields["tags"] = _str_list(fields.get("tags"), "tags")
         self.policy.check_tags(fields["tags"])
         fields["entity"] = _names(fields.get("entity"))
+        self.policy.check_identifiers(fields, where)
         score = fields.get("score")
         if score is not None and not (isinstance(score, (int, float)) and 0 <= score <= 10):
-            raise VaultmemError(f"{where}: score must be a number between 0 and 10, not {score!r}")
-        parse_time(fields.get("timestamp"))
+            raise VaultmemError(f"{where}: score must be a number between 0 and 10")
+        if fields.get("position") not in (None, *POSITIONS):
+            raise VaultmemError(f"{where}: position must be {' or '.join(POSITIONS)}")
+        try:
+            parse_time(fields.get("timestamp"))
+        except VaultmemError as exc:
+            raise VaultmemError(f"{where}: {exc}") from None
         return body.strip(), fields
 
     # -- the pipeline ------------------------------------------------------------------------------
@@ -240,7 +250,9 @@ class Writer:
             if names:
                 when = parse_time(fields.get("timestamp"))
                 for name in names:
-                    self._ensure_entity(self.policy.clean(name)[0], when)
+                    # the given names were checked; a cue's name that a rule calls secret is no name
+                    if not self.policy.clean(name)[1]:
+                        self._ensure_entity(name, when)
 
     def _matcher_ready(self):
         if self._matcher is None:
