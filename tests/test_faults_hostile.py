@@ -186,3 +186,68 @@ def test_a_huge_or_corrupt_config_cache_is_ignored(vault, damage):
 def test_a_whole_config_cache_is_used(vault):
     (vault.state / "cache" / "config.json").write_text(json.dumps(with_limit(cache_entry(vault), 4)))
     assert Vault(vault.root).config["ranking"]["limit"] == 4  # config.yaml was not read again
+
+
+# --- 2. out-of-range times and scores in one note --------------------------------------------
+
+
+@pytest.mark.parametrize("properties, problem", [
+    ("timestamp: 0001-01-01T00:00:00", "timestamp 0001-01-01T00:00:00 is out of range"),
+    ("timestamp: 0001-01-01", "timestamp 0001-01-01T00:00:00 is out of range"),
+    ("timestamp: '0001-01-01T00:00:00'", "timestamp 0001-01-01T00:00:00 is out of range"),
+    ("timestamp: 9999-12-31T23:59:59-12:00", "timestamp 9999-12-31T23:59:59-12:00 is out of range"),
+    ("score: 1" + "0" * 400, "score 1000000000000000000000000000000000000000 is not a number from 0 to 10"),
+    ("score: .nan", "score nan is not a number from 0 to 10"),
+    ("score: -.inf", "score -inf is not a number from 0 to 10"),
+], ids=["year-1", "date-year-1", "quoted", "year-9999-offset", "huge-score", "nan-score", "inf-score"])
+def test_an_out_of_range_value_is_an_error_of_that_note_only(vault, properties, problem):
+    good = remember_good(vault)
+    write_note(vault, "memories/bad.md", f"---\nid: BAD1\n{properties}\n---\nbad contract note\n")
+    vault.refresh(force=True)  # reindex
+    assert {hit.id for hit in vault.recall("contract")} == {good, "BAD1"}  # degraded, still found
+    assert {m.id for m in vault.list()} == {good, "BAD1"}
+    assert vault.stats()["unparsable"] == 1
+    assert unparsable(vault) == {"memories/bad.md": f"memories/bad.md: {problem} (years 1 to 9999)"
+                                 if "timestamp" in problem else f"memories/bad.md: {problem}"}
+
+
+def test_a_score_out_of_range_ranks_as_the_nearest_score(vault):
+    write_note(vault, "memories/high.md", "---\nscore: 1e300\n---\nhigh contract note\n")
+    write_note(vault, "memories/low.md", "---\nscore: -4\n---\nlow contract note\n")
+    scores = {hit.title: hit.score for hit in vault.recall("contract note")}
+    assert scores == {"high": 10.0, "low": 0.0}
+
+
+# --- 6. a vault that is a file; a --since that is no date -------------------------------------
+
+
+def test_a_vault_that_is_a_file_is_not_a_directory(tmp_path):
+    from vaultmem.cli import app
+    from typer.testing import CliRunner
+
+    afile = tmp_path / "passwd"
+    afile.write_text("root:x:0:0\n")
+    result = CliRunner().invoke(app, ["list", "--vault", str(afile)])
+    assert result.exit_code == 1 and f"{afile} is not a directory" in result.output
+    fast = subprocess.run([sys.executable, "-m", "vaultmem", "recall", "x", "--vault", str(afile)],
+                          capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert fast.returncode == 1 and fast.stderr == f"Error: {afile} is not a directory; a vault is a folder\n"
+
+
+def test_list_since_garbage_is_a_clear_error(vault):
+    from vaultmem.cli import app
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(app, ["list", "--since", "garbage", "--vault", str(vault.root)])
+    assert result.exit_code == 1
+    assert result.output == "Error: invalid date 'garbage': use YYYY-MM-DD or ISO 8601\n"
+
+
+def test_dates_past_the_range_are_open_bounds(vault):
+    good = remember_good(vault)
+    assert [hit.id for hit in vault.recall("contract", since=None)] == [good]
+    from vaultmem.console import epoch
+
+    hits = vault.recall("contract", since=epoch("0001-01-01"), until=epoch("9999-12-31", end_of_day=True))
+    assert [hit.id for hit in hits] == [good]
+    assert [m.id for m in vault.list(since="0001-01-01")] == [good]

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import text
-from .records import link_key, to_epoch
+from .records import given_epoch, link_key
 
 if TYPE_CHECKING:
     from .vault import Vault
@@ -64,11 +64,14 @@ def read_meta(vault: Vault, row: dict[str, Any]) -> dict[str, Any]:
 
 def list_memories(vault: Vault, since: str | None = None, tags: list[str] | None = None,
                   kind: str = "memory", limit: int | None = None) -> list[Memory]:
-    """Memories newest first, optionally written since a date and carrying every given tag."""
+    """Memories newest first, optionally written since a date and carrying every given tag.
+
+    Raises VaultmemError for a `since` that is no YYYY-MM-DD or ISO 8601 time.
+    """
     where, params = "kind = ?", [kind]
     if since:
         where += " AND ts >= ?"
-        params.append(to_epoch(since, 0.0))
+        params.append(given_epoch(since))
     rows = vault.index.select_notes(where, tuple(params), order="ts DESC, path")
     wanted = {text.normalize_tag(t) for t in tags or []}
     if wanted:

@@ -7,7 +7,6 @@ costs more than either, so `__main__` parses their plain forms with argparse and
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
 import sys
@@ -37,15 +36,9 @@ def print_json(data: Any) -> None:
 
 def epoch(value: str | None, end_of_day: bool = False) -> float | None:
     """POSIX seconds of a YYYY-MM-DD or ISO 8601 option (a bare date ends at midnight with end_of_day)."""
-    if value is None:
-        return None
-    try:
-        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise VaultmemError(f"invalid date {value!r}: use YYYY-MM-DD or ISO 8601") from None
-    if end_of_day and len(value) == 10:
-        parsed += dt.timedelta(days=1, microseconds=-1)
-    return (parsed.astimezone() if parsed.tzinfo is None else parsed).timestamp()
+    from .records import given_epoch
+
+    return None if value is None else given_epoch(value, end_of_day)
 
 
 def recall_command(query: str | None, tag: list[str] | None, limit: int | None, type_: str | None,
