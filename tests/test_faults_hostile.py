@@ -251,3 +251,41 @@ def test_dates_past_the_range_are_open_bounds(vault):
     hits = vault.recall("contract", since=epoch("0001-01-01"), until=epoch("9999-12-31", end_of_day=True))
     assert [hit.id for hit in hits] == [good]
     assert [m.id for m in vault.list(since="0001-01-01")] == [good]
+
+
+# --- 3. a bad line in another device's event log --------------------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    '{"event": "access", "id": "%s", "ts": NaN}',
+    '{"event": "access", "id": "%s", "ts": Infinity}',
+    '{"event": "access", "id": "%s", "ts": 1e400}',
+    '{"event": "access", "id": "%s", "ts": 1' + "0" * 400 + "}",
+    '{"event": "access", "id": "%s", "ts": "yesterday"}',
+    '{"event": "access", "id": "%s", "ts": [1]}',
+    '{"event": "access", "id": "%s", "ts": -5}',
+    '{"event": "access", "id": ["%s"], "ts": 1}',
+    '<<<<<<< HEAD %s',
+    '["%s"]',
+    '[' * 100_000 + '"%s"' + ']' * 100_000,
+], ids=["nan", "infinity", "overflow", "huge-int", "text", "list", "negative", "id-list", "merge-marker",
+        "not-object", "deep"])
+def test_a_bad_event_line_is_skipped_and_named_by_doctor(vault, line):
+    good = remember_good(vault)
+    log = vault.state / "devices" / "laptop-9" / "events-2026-11.jsonl"
+    log.parent.mkdir(parents=True)
+    stamp = 1.9e9  # after the note was written
+    log.write_text(json.dumps({"event": "access", "id": good, "ts": stamp}) + "\n" + line % good + "\n"
+                   + json.dumps({"event": "access", "id": good, "ts": stamp}) + "\n")
+    vault.refresh(force=True)
+    hit = vault.recall("contract", now=stamp, record_access=False)[0]
+    assert (hit.id, hit.effective, hit.decay) == (good, hit.score + 2 * 0.5, 1.0)  # 2 good uses, read just now
+    [bad] = vault.doctor().bad_log_lines
+    assert (bad["path"], bad["line"]) == (".vaultmem/devices/laptop-9/events-2026-11.jsonl", 2)
+
+
+def test_a_log_that_cannot_be_read_waits(vault):
+    good = remember_good(vault)
+    (vault.state / "devices" / "laptop-9" / "events-2026-11.jsonl").mkdir(parents=True)  # a folder by that name
+    assert [hit.id for hit in vault.recall("contract")] == [good]
+    assert vault.doctor().bad_log_lines[0]["problem"].startswith("cannot be read")

@@ -280,6 +280,8 @@ def doctor(vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
 def _print_report(report) -> None:
     for item in report.unparsable:
         typer.echo(f"unparsable: {item['error']}")
+    for item in report.bad_log_lines:
+        typer.echo(f"bad log line (skipped): {item['path']}, line {item['line']}: {item['problem']}")
     for note_id, paths in report.duplicate_ids.items():
         typer.echo(f"duplicate id {note_id}: {', '.join(paths)}")
     for item in report.broken_links:

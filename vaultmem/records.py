@@ -72,8 +72,8 @@ def synthetic_id(relpath: str) -> str:
 
 
 # Seconds a datetime can show in every time zone: a day inside the years 1 to 9999.
-_FIRST_TS = dt.datetime(1, 1, 2, tzinfo=dt.timezone.utc).timestamp()
-_LAST_TS = dt.datetime(9999, 12, 30, tzinfo=dt.timezone.utc).timestamp()
+FIRST_TS = dt.datetime(1, 1, 2, tzinfo=dt.timezone.utc).timestamp()
+LAST_TS = dt.datetime(9999, 12, 30, tzinfo=dt.timezone.utc).timestamp()
 
 
 def to_epoch(value: Any, fallback: float) -> float:
@@ -94,7 +94,7 @@ def to_epoch(value: Any, fallback: float) -> float:
         seconds = value.timestamp()
     except (OverflowError, OSError, ValueError):  # a naive time shifted into year 0 or 10000
         seconds = math.nan
-    if not _FIRST_TS <= seconds <= _LAST_TS:
+    if not FIRST_TS <= seconds <= LAST_TS:
         raise ValueError(f"{value.isoformat()} is out of range (years 1 to 9999)")
     return seconds
 
@@ -115,7 +115,7 @@ def given_epoch(text: str, end_of_day: bool = False) -> float:
             parsed += dt.timedelta(days=1, microseconds=-1)
         return to_epoch(parsed, 0.0)
     except (OverflowError, ValueError):
-        return _FIRST_TS if parsed.year < 5000 else _LAST_TS
+        return FIRST_TS if parsed.year < 5000 else LAST_TS
 
 
 def _iso_time(text: str) -> dt.datetime | None:
