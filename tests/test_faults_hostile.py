@@ -289,3 +289,44 @@ def test_a_log_that_cannot_be_read_waits(vault):
     (vault.state / "devices" / "laptop-9" / "events-2026-11.jsonl").mkdir(parents=True)  # a folder by that name
     assert [hit.id for hit in vault.recall("contract")] == [good]
     assert vault.doctor().bad_log_lines[0]["problem"].startswith("cannot be read")
+
+
+# --- 5. terminal escape sequences in a shared vault's notes ----------------------------------
+
+ATTACK = "\x1b[2J\x1b]0;pwned\x07\x9b31m\r\x7f"
+
+
+@pytest.fixture
+def hostile(vault):
+    """A vault with a note whose name, properties and body hold terminal control sequences, and a
+    note doctor reports under a name that holds one."""
+    write_note(vault, f"memories/evil{ATTACK}.md", f"---\nid: EVIL\nsource: \"{ATTACK!r}\"\nnote: \"\\e[5m\"\n---\n"
+               f"contract terms {ATTACK}\ttabbed\n")
+    write_note(vault, f"memories/broken{ATTACK}.md", "---\nkey: [unclosed\n---\ncontract\n")
+    vault.refresh()
+    return vault
+
+
+@pytest.mark.parametrize("command", [["recall", "contract", "--explain"], ["show", "EVIL"], ["list"], ["doctor"]])
+def test_control_characters_never_reach_the_terminal(hostile, command):
+    from vaultmem.cli import app
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(app, [*command, "--vault", str(hostile.root)])
+    assert result.exit_code in (0, 3), result.output
+    assert not any(ch in result.output for ch in "\x1b\x07\x9b\r\x7f")
+    assert "\\x1b[2J\\x1b]0;pwned\\x07\\x9b31m\\x0d\\x7f" in result.output  # shown, escaped
+    if command[0] == "show":
+        assert "\ttabbed" in result.output
+
+
+def test_the_fast_recall_escapes_them_too_and_json_is_escaped(hostile):
+    fast = subprocess.run([sys.executable, "-m", "vaultmem", "recall", "contract", "--vault", str(hostile.root)],
+                          capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert fast.returncode == 0 and "\\x1b[2J" in fast.stdout and "\x1b" not in fast.stdout
+    from vaultmem.cli import app
+    from typer.testing import CliRunner
+
+    out = CliRunner().invoke(app, ["recall", "contract", "--json", "--vault", str(hostile.root)]).output
+    assert not any(ch in out for ch in "\x1b\x07\x9b\r\x7f")
+    assert json.loads(out)[0]["content"].startswith(f"contract terms {ATTACK}")
