@@ -132,7 +132,7 @@ def _remember_batch(vault, batch: str, json_out: bool, explain: bool) -> None:
         sys.stdout.write("{\n" + head + '  "results": [\n' + lines + "\n  ]\n}\n")
     else:
         say(f"{len(results)} memories: {counts['created']} created, {counts['merged']} merged, "
-                   f"{counts['unchanged']} unchanged")
+            f"{counts['unchanged']} unchanged")
 
 
 @app.command()

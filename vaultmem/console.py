@@ -90,7 +90,7 @@ def _print_hit(rank: int, hit, explain: bool) -> None:
     if explain:
         parts = "  ".join(f"{k}={v:.3f}" for k, v in hit.channels.items())
         say(f"   {parts}  score={hit.score:g} decay={hit.decay:.3f} effective={hit.effective:.3f} "
-              f"final={hit.final:.3f}  ({hit.path})")
+            f"final={hit.final:.3f}  ({hit.path})")
 
 
 def remember_command(text: str | None, tag: list[str] | None, source: str | None, lifecycle: str | None,
@@ -122,7 +122,7 @@ def remember_command(text: str | None, tag: list[str] | None, source: str | None
 def _print_explain(result) -> None:
     info = result.explain or {}
     say(f"  type: {result.type or '-'}  value: {result.value or '-'}  score: {result.score:g}"
-          f"  status: {result.status}  tags: {', '.join(result.tags) or '-'}")
+        f"  status: {result.status}  tags: {', '.join(result.tags) or '-'}")
     for label, points in info.get("importance", []):
         say(f"  importance {points:+g}  {label}")
     for item in info.get("values", []):

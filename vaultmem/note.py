@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from vaultmem.errors import NoteFormatError
-from vaultmem.plainyaml import ASK_YAML, INDICATORS, STR_TAG, bounded, error_at, fast_meta, plain_value, shallow, yaml_tag
+from vaultmem.plainyaml import (ASK_YAML, INDICATORS, STR_TAG, bounded, error_at, fast_meta, plain_value, shallow,
+                                yaml_tag)
 from vaultmem.text import LazyPattern
 
 __all__ = ["DELETE", "Note", "extract_inline_tags", "extract_links", "fast_meta", "parse_note", "render_new",

@@ -15,8 +15,8 @@ from typing import Any
 
 from .text import LazyPattern
 
-__all__ = ["ASK_YAML", "INDICATORS", "MAX_ALIAS_GROWTH", "MAX_DEPTH", "STR_TAG", "bounded", "error_at", "fast_meta", "plain_value",
-           "shallow", "yaml_tag"]
+__all__ = ["ASK_YAML", "INDICATORS", "MAX_ALIAS_GROWTH", "MAX_DEPTH", "STR_TAG", "bounded", "error_at", "fast_meta",
+           "plain_value", "shallow", "yaml_tag"]
 
 STR_TAG = "tag:yaml.org,2002:str"
 _FAST_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("str", "null", "bool", "int", "float", "timestamp"))
