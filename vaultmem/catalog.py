@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import text
-from .records import link_key, to_epoch
+from .records import given_epoch, link_key
 
 if TYPE_CHECKING:
     from .vault import Vault
@@ -64,11 +64,14 @@ def read_meta(vault: Vault, row: dict[str, Any]) -> dict[str, Any]:
 
 def list_memories(vault: Vault, since: str | None = None, tags: list[str] | None = None,
                   kind: str = "memory", limit: int | None = None) -> list[Memory]:
-    """Memories newest first, optionally written since a date and carrying every given tag."""
+    """Memories newest first, optionally written since a date and carrying every given tag.
+
+    Raises VaultmemError for a `since` that is no YYYY-MM-DD or ISO 8601 time.
+    """
     where, params = "kind = ?", [kind]
     if since:
         where += " AND ts >= ?"
-        params.append(to_epoch(since, 0.0))
+        params.append(given_epoch(since))
     rows = vault.index.select_notes(where, tuple(params), order="ts DESC, path")
     wanted = {text.normalize_tag(t) for t in tags or []}
     if wanted:
@@ -106,6 +109,7 @@ class DoctorReport:
     """Everything `doctor` found; `ok` when there is nothing to act on."""
 
     unparsable: list[dict[str, str]] = field(default_factory=list)
+    bad_log_lines: list[dict[str, Any]] = field(default_factory=list)  # {path, line, problem}: skipped events
     duplicate_ids: dict[str, list[str]] = field(default_factory=dict)
     missing_ids: list[str] = field(default_factory=list)
     broken_links: list[dict[str, str]] = field(default_factory=list)
@@ -115,7 +119,7 @@ class DoctorReport:
     @property
     def ok(self) -> bool:
         """True when no problem was found."""
-        return not (self.unparsable or self.duplicate_ids or self.broken_links or self.warnings)
+        return not (self.unparsable or self.bad_log_lines or self.duplicate_ids or self.broken_links or self.warnings)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -136,6 +140,7 @@ def doctor(vault: Vault) -> DoctorReport:
     report.missing_ids = [r["path"] for r in rows
                           if r["id"].startswith("path-") and not r["error"] and r["kind"] != "episode"]
     report.broken_links = _broken_links(vault, rows)
+    report.bad_log_lines = _bad_log_lines(vault)
     import yaml
 
     if not getattr(yaml, "__with_libyaml__", False):
@@ -150,6 +155,20 @@ def _drift(vault: Vault) -> dict[str, int]:
     changed = sum(1 for rel, (_, m, s) in files.items() if rel in known and known[rel] != (m, s))
     return {"new": sum(1 for rel in files if rel not in known), "changed": changed,
             "deleted": sum(1 for rel in known if rel not in files)}
+
+
+def _bad_log_lines(vault: Vault) -> list[dict[str, Any]]:
+    """The lines of the devices' event logs that folding them skips (a bad merge, a hand edit)."""
+    from .events import bad_lines, log_files
+
+    found = []
+    for path in log_files(vault.state / "devices", "events"):
+        try:
+            problems = bad_lines(path)
+        except OSError as exc:
+            problems = [(0, f"cannot be read ({exc.strerror})")]
+        found += [{"path": vault.relpath(path), "line": line, "problem": problem} for line, problem in problems]
+    return found
 
 
 def _broken_links(vault: Vault, rows: list[dict[str, Any]]) -> list[dict[str, str]]:

@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
-from .console import error_message, open_vault, print_json, recall_command, remember_command
+from .console import error_message, open_vault, print_json, recall_command, remember_command, say
 from .errors import VaultmemError
 
 EXIT_ERROR = 1
@@ -29,7 +29,7 @@ class _Group(TyperGroup):
             message = error_message(exc)
             if message is None:
                 raise
-            typer.echo(message, err=True)
+            say(message, err=True)
             raise typer.Exit(EXIT_ERROR) from None
 
 
@@ -78,7 +78,7 @@ def init(path: Annotated[Path, typer.Argument(help="Folder to make a vault (crea
     if json_out:
         print_json({"vault": str(vault.root), "folders": {k: str(v) for k, v in vault.folders.items()}})
     else:
-        typer.echo(f"Vault ready at {vault.root}")
+        say(f"Vault ready at {vault.root}")
 
 
 @app.command(context_settings=EXTRA_ARGS)
@@ -141,8 +141,8 @@ def _remember_batch(vault, batch: str, json_out: bool, explain: bool) -> None:
         lines = ",\n".join(["    " + encode(r.to_dict()) for r in results])
         sys.stdout.write("{\n" + head + '  "results": [\n' + lines + "\n  ]\n}\n")
     else:
-        typer.echo(f"{len(results)} memories: {counts['created']} created, {counts['merged']} merged, "
-                   f"{counts['unchanged']} unchanged")
+        say(f"{len(results)} memories: {counts['created']} created, {counts['merged']} merged, "
+            f"{counts['unchanged']} unchanged")
 
 
 @app.command()
@@ -155,7 +155,7 @@ def confirm(ref: Annotated[str, typer.Argument(help="The candidate's id, path or
     if json_out:
         print_json(result.to_dict())
     else:
-        typer.echo(f"confirmed: {result.path} ({result.id})")
+        say(f"confirmed: {result.path} ({result.id})")
 
 
 entity_app = typer.Typer(cls=_Group, no_args_is_help=True, help="Entity notes: people, projects, customers.")
@@ -176,7 +176,7 @@ def entity_add(ctx: typer.Context,
     if json_out:
         print_json({"action": action, "path": path})
     else:
-        typer.echo(f"{action}: {path}")
+        say(f"{action}: {path}")
 
 
 @app.command()
@@ -212,11 +212,11 @@ def show(ref: Annotated[str, typer.Argument(help="An id, a vault path or a note 
     if json_out:
         print_json(memory.to_dict())
         return
-    typer.echo(f"{memory.title}\n{memory.path}  id={memory.id}  status={memory.status}")
+    say(f"{memory.title}\n{memory.path}  id={memory.id}  status={memory.status}")
     for key, value in memory.meta.items():
-        typer.echo(f"  {key}: {value}")
-    typer.echo("")
-    typer.echo(memory.content.strip())
+        say(f"  {key}: {value}")
+    say("")
+    say(memory.content.strip())
 
 
 @app.command("list")
@@ -236,14 +236,14 @@ def list_(since: Annotated[Optional[str], typer.Option(help="Written on or after
             print_json(counts)
         else:
             for name, count in counts.items():
-                typer.echo(f"{count:6d}  #{name}")
+                say(f"{count:6d}  #{name}")
         return
     memories = v.list(since=since, tags=tag, limit=limit)
     if json_out:
         print_json([m.to_dict() for m in memories])
         return
     for m in memories:
-        typer.echo(f"{m.timestamp[:16]:16}  {m.status:10}  {m.title}")
+        say(f"{m.timestamp[:16]:16}  {m.status:10}  {m.title}")
 
 
 @app.command()
@@ -261,7 +261,7 @@ def reindex(full: Annotated[bool, typer.Option(help="Re-parse every note, not on
     if json_out:
         print_json(stats.__dict__)
     else:
-        typer.echo(f"Indexed {stats.scanned} notes ({stats.parsed} parsed, {stats.removed} removed).")
+        say(f"Indexed {stats.scanned} notes ({stats.parsed} parsed, {stats.removed} removed).")
 
 
 @app.command()
@@ -274,7 +274,7 @@ def stats(vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
         print_json(data)
         return
     for key, value in data.items():
-        typer.echo(f"{key}: {value}")
+        say(f"{key}: {value}")
 
 
 @app.command()
@@ -291,15 +291,17 @@ def doctor(vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
 
 def _print_report(report) -> None:
     for item in report.unparsable:
-        typer.echo(f"unparsable: {item['error']}")
+        say(f"unparsable: {item['error']}")
+    for item in report.bad_log_lines:
+        say(f"bad log line (skipped): {item['path']}, line {item['line']}: {item['problem']}")
     for note_id, paths in report.duplicate_ids.items():
-        typer.echo(f"duplicate id {note_id}: {', '.join(paths)}")
+        say(f"duplicate id {note_id}: {', '.join(paths)}")
     for item in report.broken_links:
-        typer.echo(f"broken link [[{item['link']}]] in {item['path']}")
+        say(f"broken link [[{item['link']}]] in {item['path']}")
     for path in report.missing_ids:
-        typer.echo(f"no id (found by path until it has one): {path}")
+        say(f"no id (found by path until it has one): {path}")
     for warning in report.warnings:
-        typer.echo(f"warning: {warning}")
+        say(f"warning: {warning}")
     drift = report.drift
-    typer.echo(f"index drift before refresh: {drift['new']} new, {drift['changed']} changed, {drift['deleted']} deleted")
-    typer.echo("ok" if report.ok else "problems found")
+    say(f"index drift before refresh: {drift['new']} new, {drift['changed']} changed, {drift['deleted']} deleted")
+    say("ok" if report.ok else "problems found")

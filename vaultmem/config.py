@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -115,13 +117,37 @@ index:
 
 # Mappings whose keys a user may extend (a new lifecycle gets its own half-life).
 _OPEN_MAPS = {"half_life_hours"}
+MAX_CONFIG_BYTES = 256 * 1024  # a shared, committed file: anyone who can push may write it
+_MAX_CACHE_BYTES = 4 * MAX_CONFIG_BYTES  # the merged settings as JSON; larger is none of ours
+# in the cache's key: another version's defaults make another cache (their length could be equal)
+_TEMPLATE_DIGEST = hashlib.blake2b(CONFIG_TEMPLATE.encode("utf-8"), digest_size=8).hexdigest()
+
+
+# (what a value must be, the test it must pass) for what the type of a default cannot say
+_SHARE = ("a number from 0 to 1", lambda v: 0 <= v <= 1)
+_NOT_NEGATIVE = ("a number of 0 or more", lambda v: v >= 0)
+_COUNT = ("an integer of 0 or more", lambda v: isinstance(v, int) and v >= 0)
+# every other setting only needs its default's type
+_RULES: dict[str, tuple[str, Any]] = {
+    "ranking.limit": ("a positive integer", lambda v: isinstance(v, int) and v >= 1),
+    "ranking.fusion": ("weighted or rrf", lambda v: v in ("weighted", "rrf")),
+    **dict.fromkeys(["ranking.fuzzy_rescore", "ranking.feedback_docs", "ranking.feedback_terms",
+                     "index.compact_min"], _COUNT),
+    **dict.fromkeys(["write.near_duplicate", "ranking.bm25_b", "ranking.common_term_ratio"], _SHARE),
+    **dict.fromkeys(["write.merge_bonus", "ranking.rrf_k", "ranking.bm25_k1", "reinforcement.reward",
+                     "reinforcement.max_reward", "index.compact_ratio"], _NOT_NEGATIVE),
+    "half_life_hours.*": ("a number of 0 or more, or null", lambda v: v >= 0),
+    "defaults.score": ("a number from 0 to 10", lambda v: 0 <= v <= 10),
+}
 
 
 def _load_yaml(text: str) -> Any:
     import yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader is ~30x faster
-    return yaml.load(text, Loader=loader)
+    from .plainyaml import bounded, shallow
+
+    fast = getattr(yaml, "CSafeLoader", None) if shallow(text) else None  # the C loader is ~30x faster
+    return yaml.load(text, Loader=bounded(fast or yaml.SafeLoader))
 
 
 @functools.cache
@@ -130,20 +156,87 @@ def defaults() -> dict[str, Any]:
     return _load_yaml(CONFIG_TEMPLATE)
 
 
-def _merge(base: dict[str, Any], over: dict[str, Any], where: str) -> dict[str, Any]:
-    out = copy.deepcopy(base)
-    for key, value in over.items():
-        if key not in base:
-            raise ConfigError(f"{where}: unknown setting {key!r}")
-        if not isinstance(base[key], dict):
-            out[key] = value
+def _merge(base: dict[str, Any], over: dict[str, Any], where: str, section: str = "") -> dict[str, Any]:
+    """`over` on top of `base`, each setting checked against its default (ConfigError naming it).
+    Only what `over` lacks is copied from `base` (the cached settings lack nothing)."""
+    unknown = next((key for key in over if key not in base), None)
+    if unknown is not None:
+        raise ConfigError(f"{where}: unknown setting {unknown!r}" + (f" in {section}" if section else ""))
+    out = {}
+    for key, default in base.items():
+        name = f"{section}.{key}" if section else key
+        value = over.get(key, default)
+        if key not in over:
+            out[key] = copy.deepcopy(default)
+        elif not isinstance(default, dict):
+            out[key] = _checked(where, name, default, value)
         elif not isinstance(value, dict):
-            raise ConfigError(f"{where}: {key!r} must be a mapping")
-        elif key in _OPEN_MAPS:
-            out[key] = {**base[key], **value}
+            raise ConfigError(f"{where}: {name} must be a mapping of settings, not {_shown(value)}")
+        elif key in _OPEN_MAPS:  # a new key takes a value like the built-in ones
+            out[key] = {**default, **{k: _checked(where, f"{name}.{k}", None, v, f"{name}.*", default.values())
+                                      for k, v in value.items()}}
         else:
-            out[key] = _merge(base[key], value, f"{where}: {key}")
+            out[key] = _merge(default, value, where, name)
     return out
+
+
+def _checked(where: str, name: str, default: Any, value: Any, rule: str = "", like: Any = ()) -> Any:
+    """`value`, if it is of the kind of `default` (or of one of `like`) and within its rule."""
+    expected, test = _RULES.get(rule or name, (None, None))
+    kind = _kind(value)
+    shown = value
+    fits = kind in ({_kind(d) for d in like} if like else (_kind(default),))
+    if fits and kind == "list" and default:  # items like the default's (an empty one says nothing)
+        item_kind = _kind(default[0])
+        shown = next((item for item in value if _kind(item) != item_kind), value)
+        fits = shown is value
+    if fits and kind == "number":
+        fits = _finite(value)
+    if fits and test is not None and value is not None:
+        fits = test(value)
+    if not fits:
+        held = "a list holding " if shown is not value else ""
+        raise ConfigError(f"{where}: {name} must be {expected or _described(default, like)}, not {held}{_shown(shown)}")
+    return value
+
+
+_KINDS = {bool: "bool", int: "number", float: "number", str: "text", list: "list", dict: "mapping",
+          type(None): "null"}
+
+
+def _kind(value: Any) -> str:
+    """The kind of a setting's value: text, number, bool, list, mapping, null, or a date..."""
+    return _KINDS.get(type(value)) or type(value).__name__
+
+
+_DESCRIBED = {"bool": "true or false", "number": "a number", "text": "text", "list": "a list",
+              "mapping": "a mapping of settings", "null": "null"}
+
+
+def _described(default: Any, like: Any = ()) -> str:
+    """What a setting with this default (or these) must be, in words."""
+    if isinstance(default, list) and default:
+        return f"a list of {_DESCRIBED[_kind(default[0])]}"
+    kinds = sorted({_kind(d) for d in like}) if like else [_kind(default)]
+    return " or ".join(_DESCRIBED.get(k, k) for k in kinds)
+
+
+def _finite(number: int | float) -> bool:
+    """Whether a number is one arithmetic can use (an int of 400 digits is none: float() overflows)."""
+    try:
+        return math.isfinite(number)
+    except OverflowError:
+        return False
+
+
+def _shown(value: Any) -> str:
+    """A value as a message names it, short."""
+    if isinstance(value, (list, dict)):
+        return "a list" if isinstance(value, list) else "a mapping"
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    text = repr(value) if isinstance(value, str) else str(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def load_config(path: Path, cache: Path | None = None) -> dict[str, Any]:
@@ -151,37 +244,65 @@ def load_config(path: Path, cache: Path | None = None) -> dict[str, Any]:
 
     With cache (a JSON file in the index folder), the merged settings are reused while
     config.yaml keeps its (mtime, size): importing YAML costs more than a whole recall.
-    Raises ConfigError naming the file for invalid YAML or an unknown key.
+    Raises ConfigError naming the file (and the setting or line) for a file over
+    MAX_CONFIG_BYTES, invalid YAML, an unknown setting or a value its default does not allow.
     """
     try:
         st = path.stat()
     except FileNotFoundError:
         return copy.deepcopy(defaults())
-    key = [st.st_mtime_ns, st.st_size, CONFIG_TEMPLATE.__len__()]
+    key = [st.st_mtime_ns, st.st_size, _TEMPLATE_DIGEST]
     cached = _read_cache(cache, key)
     if cached is not None:
         return cached
-    import yaml
-
-    try:
-        loaded = _load_yaml(path.read_text(encoding="utf-8")) or {}
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
-    if not isinstance(loaded, dict):
-        raise ConfigError(f"{path}: must be a mapping of settings")
-    config = _merge(defaults(), loaded, str(path))
+    config = _merge(defaults(), _read_settings(path), str(path))
     _write_cache(cache, key, config)
     return config
 
 
+def _read_settings(path: Path) -> dict[str, Any]:
+    """The mapping config.yaml holds, read with a bound on its size and on its YAML."""
+    import yaml
+
+    from .plainyaml import error_at
+
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_CONFIG_BYTES + 1)  # a bound on what is read, not on what stat says
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES // 1024} KiB; a config.yaml is a few KiB")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
+    try:
+        loaded = _load_yaml(text) or {}
+    except yaml.YAMLError as exc:
+        problem, line = error_at(exc, text)
+        raise ConfigError(f"{path}{'' if line is None else f', line {line + 1}'}: not valid YAML: {problem}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid YAML: values nested too deep") from None
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"{path}: must be a mapping of settings")
+    return loaded
+
+
 def _read_cache(cache: Path | None, key: list) -> dict[str, Any] | None:
+    """The cached settings, if the cache was written for this config.yaml and is whole: never one
+    too large to be ours (it would be read into memory first), nor one whose digest is wrong.
+
+    Checking the settings themselves would need the defaults, so YAML (~35 ms) on every command.
+    """
     if cache is None:
         return None
     try:
+        if cache.stat().st_size > _MAX_CACHE_BYTES:
+            return None
         stored = json.loads(cache.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
-    return stored.get("config") if isinstance(stored, dict) and stored.get("key") == key else None
+    if not (isinstance(stored, dict) and stored.get("key") == key and isinstance(stored.get("config"), dict)):
+        return None
+    return stored["config"] if stored.get("digest") == _digest(key, stored["config"]) else None
 
 
 def _write_cache(cache: Path | None, key: list, config: dict[str, Any]) -> None:
@@ -189,8 +310,14 @@ def _write_cache(cache: Path | None, key: list, config: dict[str, Any]) -> None:
         return
     from .files import atomic_write
 
+    entry = {"key": key, "digest": _digest(key, config), "config": config}
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(cache, json.dumps({"key": key, "config": config}).encode("utf-8"), durable=False)
+        atomic_write(cache, json.dumps(entry).encode("utf-8"), durable=False)
     except OSError:
         pass  # a read-only vault still works, only slower
+
+
+def _digest(key: list, config: dict[str, Any]) -> str:
+    """What a whole cache entry for these settings holds; a damaged or foreign one differs."""
+    return hashlib.blake2b(json.dumps([key, config]).encode("utf-8"), digest_size=16).hexdigest()

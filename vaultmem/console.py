@@ -7,9 +7,9 @@ costs more than either, so `__main__` parses their plain forms with argparse and
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -30,22 +30,34 @@ def open_vault(path: Path | str | None):
     return Vault(path)
 
 
+# Control characters a terminal acts on (ESC starts sequences that clear it, retitle its window,
+# rewrite the clipboard...); a note from a shared vault must not reach it with them. Line breaks
+# and tabs are text.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_JSON_CONTROLS = re.compile("[\x7f-\x9f]")  # what json.dumps leaves raw with ensure_ascii=False
+
+
+def terminal_safe(text: str) -> str:
+    """The text with control characters other than line breaks and tabs shown as `\\xNN`."""
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m[0]):02x}", text)
+
+
+def say(text: str = "", err: bool = False) -> None:
+    """Print a line for a person (stdout, or stderr with err): how all such text reaches the terminal."""
+    print(terminal_safe(text), file=sys.stderr if err else sys.stdout)
+
+
 def print_json(data: Any) -> None:
-    """Indented UTF-8 JSON on stdout."""
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+    """Indented UTF-8 JSON on stdout (C1 controls escaped too, as JSON allows)."""
+    text = json.dumps(data, ensure_ascii=False, indent=2, default=str)
+    sys.stdout.write(_JSON_CONTROLS.sub(lambda m: f"\\u{ord(m[0]):04x}", text) + "\n")
 
 
 def epoch(value: str | None, end_of_day: bool = False) -> float | None:
     """POSIX seconds of a YYYY-MM-DD or ISO 8601 option (a bare date ends at midnight with end_of_day)."""
-    if value is None:
-        return None
-    try:
-        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise VaultmemError(f"invalid date {value!r}: use YYYY-MM-DD or ISO 8601") from None
-    if end_of_day and len(value) == 10:
-        parsed += dt.timedelta(days=1, microseconds=-1)
-    return (parsed.astimezone() if parsed.tzinfo is None else parsed).timestamp()
+    from .records import given_epoch
+
+    return None if value is None else given_epoch(value, end_of_day)
 
 
 def recall_command(query: str | None, tag: list[str] | None, limit: int | None, type_: str | None,
@@ -66,19 +78,19 @@ def recall_command(query: str | None, tag: list[str] | None, limit: int | None, 
     if json_out:
         print_json([h.to_dict() for h in hits])
     elif not hits:
-        print("No memories match.")
+        say("No memories match.")
     for rank, hit in enumerate([] if json_out else hits, 1):
         _print_hit(rank, hit, explain)
 
 
 def _print_hit(rank: int, hit, explain: bool) -> None:
     tags = " ".join("#" + t for t in hit.tags)
-    print(f"{rank}. {hit.title}  [{hit.timestamp[:10]} · {hit.source or '-'}]  {tags}")
-    print("   " + " ".join(hit.content.split())[:200])
+    say(f"{rank}. {hit.title}  [{hit.timestamp[:10]} · {hit.source or '-'}]  {tags}")
+    say("   " + " ".join(hit.content.split())[:200])
     if explain:
         parts = "  ".join(f"{k}={v:.3f}" for k, v in hit.channels.items())
-        print(f"   {parts}  score={hit.score:g} decay={hit.decay:.3f} effective={hit.effective:.3f} "
-              f"final={hit.final:.3f}  ({hit.path})")
+        say(f"   {parts}  score={hit.score:g} decay={hit.decay:.3f} effective={hit.effective:.3f} "
+            f"final={hit.final:.3f}  ({hit.path})")
 
 
 def remember_command(text: str | None, tag: list[str] | None, source: str | None, lifecycle: str | None,
@@ -102,26 +114,26 @@ def remember_command(text: str | None, tag: list[str] | None, source: str | None
     if json_out:
         print_json(result.to_dict())
         return
-    print(f"{result.action}: {result.path} ({result.id})")
+    say(f"{result.action}: {result.path} ({result.id})")
     if explain:
         _print_explain(result)
 
 
 def _print_explain(result) -> None:
     info = result.explain or {}
-    print(f"  type: {result.type or '-'}  value: {result.value or '-'}  score: {result.score:g}"
-          f"  status: {result.status}  tags: {', '.join(result.tags) or '-'}")
+    say(f"  type: {result.type or '-'}  value: {result.value or '-'}  score: {result.score:g}"
+        f"  status: {result.status}  tags: {', '.join(result.tags) or '-'}")
     for label, points in info.get("importance", []):
-        print(f"  importance {points:+g}  {label}")
+        say(f"  importance {points:+g}  {label}")
     for item in info.get("values", []):
-        print(f"  extracted {item['type']}: {item['value']}")
+        say(f"  extracted {item['type']}: {item['value']}")
     if info.get("cues"):
-        print(f"  cues: {', '.join(info['cues'])}")
+        say(f"  cues: {', '.join(info['cues'])}")
     if info.get("entities"):
-        print(f"  linked: {', '.join(info['entities'])}")
+        say(f"  linked: {', '.join(info['entities'])}")
     if info.get("redacted"):
-        print(f"  redacted: {', '.join(info['redacted'])}")
-    print(f"  trust: {info.get('trust')}  decision: {info.get('decision')}")
+        say(f"  redacted: {', '.join(info['redacted'])}")
+    say(f"  trust: {info.get('trust')}  decision: {info.get('decision')}")
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
@@ -219,6 +231,6 @@ def guarded(fn, *args: Any, **kwargs: Any) -> int:
         message = error_message(exc)
         if message is None:
             raise
-        print(message, file=sys.stderr)
+        say(message, err=True)
         return 1
     return 0

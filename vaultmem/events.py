@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from .errors import VaultmemError
+from .records import LAST_TS
 
 _DEVICE_FILE = "device-id"
 
@@ -90,7 +91,8 @@ def read_new_lines(path: Path, offset: int) -> tuple[list[dict], int]:
     """Complete JSON lines after byte `offset`, and the offset after the last complete line.
 
     A half-written last line (a writer still appending) is left for the next read; a line that
-    is not valid JSON (a bad merge, a hand edit) is skipped rather than failing recall.
+    is not a valid event (a bad merge, a hand edit: see bad_lines) is skipped rather than failing
+    every command.
     """
     with open(path, "rb") as handle:
         handle.seek(offset)
@@ -98,13 +100,41 @@ def read_new_lines(path: Path, offset: int) -> tuple[list[dict], int]:
     end = data.rfind(b"\n") + 1
     events = []
     for raw in data[:end].splitlines():
-        try:
-            ev = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(ev, dict):
+        ev, _ = _event(raw)
+        if ev is not None:
             events.append(ev)
     return events, offset + end
+
+
+def bad_lines(path: Path) -> list[tuple[int, str]]:
+    """(line number from 1, what is wrong) of each complete line of a log that read_new_lines skips."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    found = []
+    for number, raw in enumerate(data[:data.rfind(b"\n") + 1].splitlines(), 1):
+        problem = _event(raw)[1]
+        if problem:
+            found.append((number, problem))
+    return found
+
+
+def _event(raw: bytes) -> tuple[dict | None, str]:
+    """A log line's event, or None and what is wrong with it (a blank line is neither)."""
+    if not raw.strip():
+        return None, ""
+    try:
+        ev = json.loads(raw)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return None, "not a line of JSON"
+    if not isinstance(ev, dict):
+        return None, "not a JSON object"
+    if ev.get("event") == "access":
+        if not isinstance(ev.get("id"), str):
+            return None, "an access event's id must be text"
+        ts = ev.get("ts", 0)
+        if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not 0 <= ts <= LAST_TS:  # NaN fails too
+            return None, f"an access event's ts must be POSIX seconds, not {json.dumps(ts)[:40]}"
+    return ev, ""
 
 
 def log_files(devices_dir: Path, kind: str) -> Iterator[Path]:

@@ -458,20 +458,27 @@ class Index:
 
     # -- events --------------------------------------------------------------------------------
     def fold_events(self) -> None:
-        """Fold new access events of every device's logs into per-note use counts."""
+        """Fold new access events of every device's logs into per-note use counts.
+
+        A line that is no valid event is skipped (doctor names it), and a log that cannot be read
+        (a folder or a dangling link by that name) waits: neither may stop every command.
+        """
         conn = self._conn()
         offsets = dict(conn.execute("SELECT file, offset FROM logpos"))
         pending = []
         for path in log_files(self.devices_dir, "events"):
             key = path.relative_to(self.devices_dir).as_posix()
-            if path.stat().st_size > offsets.get(key, 0):
+            if path.is_file() and path.stat().st_size > offsets.get(key, 0):
                 pending.append((key, path))
         if not pending:
             return
         with self._write_lock(), transaction(conn):
             for key, path in pending:
                 start = conn.execute("SELECT offset FROM logpos WHERE file = ?", (key,)).fetchone()
-                events, end = read_new_lines(path, start[0] if start else 0)
+                try:
+                    events, end = read_new_lines(path, start[0] if start else 0)
+                except OSError:
+                    continue
                 for ev in events:
                     if ev.get("event") == "access" and isinstance(ev.get("id"), str):
                         conn.execute(UPSERT_ACCESS, (ev["id"], float(ev.get("ts", 0))))

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from vaultmem.errors import NoteFormatError
-from vaultmem.plainyaml import ASK_YAML, INDICATORS, STR_TAG, fast_meta, plain_value, yaml_tag
+from vaultmem.plainyaml import (ASK_YAML, INDICATORS, STR_TAG, bounded, error_at, fast_meta, plain_value, shallow,
+                                yaml_tag)
 from vaultmem.text import LazyPattern
 
 __all__ = ["DELETE", "Note", "extract_inline_tags", "extract_links", "fast_meta", "parse_note", "render_new",
@@ -45,8 +46,9 @@ _UNPRINTABLE = "\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff"
 
 
 @cache
-def _loader() -> Any:
-    """YAML's safe loader, except that a property name is always the key's own text.
+def _loader(libyaml: bool = True) -> Any:
+    """YAML's safe loader (libyaml's unless told otherwise), except that a property name is always
+    the key's own text, and bounded (plainyaml.bounded): a shared vault's notes are untrusted.
 
     Built on first need: importing YAML costs ~35 ms, more than a whole `remember`, and the
     fast path below reads every note vaultmem writes without it.
@@ -55,7 +57,9 @@ def _loader() -> Any:
     from yaml.constructor import ConstructorError, SafeConstructor
     from yaml.nodes import ScalarNode
 
-    class Loader(yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader):  # type: ignore[misc,name-defined]
+    base = yaml.CSafeLoader if libyaml and yaml.__with_libyaml__ else yaml.SafeLoader
+
+    class Loader(bounded(base)):  # type: ignore[misc]
         def construct_mapping(self, node: Any, deep: bool = False) -> dict[str, Any]:
             # `2024:` or `yes:` must stay the property "2024"/"yes", as Obsidian shows it, not 2024/True
             self.flatten_mapping(node)
@@ -165,13 +169,15 @@ def _load_yaml(frontmatter: str, path: Path | None) -> dict[str, Any]:
     import yaml
 
     try:
-        data = yaml.load(frontmatter, Loader=_loader())
+        data = yaml.load(frontmatter, Loader=_loader(shallow(frontmatter)))
     except yaml.YAMLError as exc:
-        problem = getattr(exc, "problem", None) or getattr(exc, "reason", None) or "unreadable"
-        line = _yaml_error_line(exc, frontmatter)
+        problem, line = error_at(exc, frontmatter)
+        line = None if line is None else _FM_FIRST_LINE + line
         raise NoteFormatError(path, line, f"invalid YAML in the frontmatter: {problem}") from None
-    except (ValueError, RecursionError) as exc:  # e.g. 2024-02-30 resolves to a date that cannot exist
+    except ValueError as exc:  # e.g. 2024-02-30 resolves to a date that cannot exist
         raise NoteFormatError(path, None, f"invalid value in the frontmatter: {exc}") from None
+    except RecursionError:  # PyYAML's composer recurses once per level (plainyaml.shallow)
+        raise NoteFormatError(path, None, "invalid YAML in the frontmatter: values nested too deep") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -179,15 +185,6 @@ def _load_yaml(frontmatter: str, path: Path | None) -> dict[str, Any]:
         problem = f"the frontmatter must be `key: value` properties, not a {kind}"
         raise NoteFormatError(path, _FM_FIRST_LINE, problem)
     return data
-
-
-def _yaml_error_line(exc: Any, frontmatter: str) -> int | None:
-    """The file line a YAML error points at."""
-    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-    if mark is not None:
-        return _FM_FIRST_LINE + mark.line
-    position = getattr(exc, "position", None)  # a ReaderError knows only the character offset
-    return None if position is None else _FM_FIRST_LINE + frontmatter.count("\n", 0, position)
 
 
 # --- tags and links --------------------------------------------------------------------------

@@ -15,7 +15,8 @@ from typing import Any
 
 from .text import LazyPattern
 
-__all__ = ["ASK_YAML", "INDICATORS", "STR_TAG", "fast_meta", "plain_value", "yaml_tag"]
+__all__ = ["ASK_YAML", "INDICATORS", "MAX_ALIAS_GROWTH", "MAX_DEPTH", "STR_TAG", "bounded", "error_at", "fast_meta",
+           "plain_value", "shallow", "yaml_tag"]
 
 STR_TAG = "tag:yaml.org,2002:str"
 _FAST_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("str", "null", "bool", "int", "float", "timestamp"))
@@ -208,3 +209,110 @@ def _constructor() -> Any:
     from yaml.constructor import SafeConstructor
 
     return SafeConstructor()
+
+
+# --- untrusted YAML: a shared vault's notes and config are written by anyone who can push -----
+
+MAX_DEPTH = 64  # nesting a document may have: Obsidian shows flat properties, configs nest 3 deep
+# characters (and values, one each) that aliases may add: "billion laughs" adds billions in 300 bytes
+MAX_ALIAS_GROWTH = 100_000
+# Each collection starts with one of these characters of its own ('[', '{', or a block's '-', '?'
+# or ':'), so a text with fewer of them than a depth cannot nest that deep.
+_NESTING_MARKS = "[{-?:"
+
+
+def shallow(text: str) -> bool:
+    """Whether libyaml can compose this text: it recurses in C once per level and overflows the
+    stack (the process dies) somewhere past 20,000 levels; PyYAML's own composer raises
+    RecursionError instead, so a text that might nest deep enough goes to it."""
+    return _nesting_marks(text) < 2_000
+
+
+def _nesting_marks(text: str) -> int:
+    return sum(map(text.count, _NESTING_MARKS))
+
+
+@cache
+def bounded(base: type) -> type:
+    """The YAML loader class `base`, refusing before anything is built a document nested deeper
+    than MAX_DEPTH, or whose aliases add more than MAX_ALIAS_GROWTH to its size or refer to
+    themselves: a consumer that walks the values (links, tags, JSON output) would run for hours."""
+
+    class Bounded(base):  # type: ignore[misc,valid-type]
+        def __init__(self, stream: Any) -> None:
+            super().__init__(stream)
+            # neither limit can be reached without an alias or that many nesting marks
+            self._check = not isinstance(stream, str) or "*" in stream or _nesting_marks(stream) >= MAX_DEPTH
+
+        def construct_document(self, node: Any) -> Any:
+            if self._check:
+                _check_nodes(node)
+            return super().construct_document(node)
+
+    return Bounded
+
+
+def _check_nodes(root: Any) -> None:
+    """Raise ConstructorError unless the node graph is a DAG within MAX_DEPTH and MAX_ALIAS_GROWTH.
+
+    One pass after the children (no recursion: the graph may be deep); an alias is the same node
+    object met again, so each node is measured once. A node's size is 1, plus its characters for
+    a scalar; its expanded size counts its children's as often as they appear.
+    """
+    from yaml.constructor import ConstructorError
+
+    measured: dict[int, tuple[int, int]] = {}  # node -> (size with aliases expanded, depth)
+    distinct = 0  # the size of the nodes measured, each once
+    open_nodes: set[int] = set()  # the nodes being measured: the path from the root
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            open_nodes.discard(key)
+            parts = [measured[id(child)] for child in _children(node)]
+            own = 1 + len(node.value) if isinstance(node.value, str) else 1
+            distinct += own
+            measured[key] = (own + sum(size for size, _ in parts), 1 + max((depth for _, depth in parts), default=0))
+            problem = _problem(measured[key], distinct)
+        elif key in measured:
+            continue
+        elif key in open_nodes:
+            problem = "an alias refers to the collection that holds it"
+        else:
+            open_nodes.add(key)
+            stack.append((node, True))
+            stack.extend((child, False) for child in _children(node))
+            continue
+        if problem:
+            raise ConstructorError(None, None, problem, node.start_mark)
+
+
+def _children(node: Any) -> list[Any]:
+    """A node's child nodes (a mapping's keys and values); a scalar has none."""
+    if isinstance(node.value, str):
+        return []
+    if node.value and isinstance(node.value[0], tuple):
+        return [part for pair in node.value for part in pair]
+    return list(node.value)
+
+
+def _problem(measure: tuple[int, int], distinct: int) -> str:
+    """Why a node measured (size with aliases expanded, depth) is refused, or ''; `distinct`:
+    the size of every node measured so far, each once (past the node's own: its growth is less)."""
+    size, depth = measure
+    if depth > MAX_DEPTH:
+        return f"values nested more than {MAX_DEPTH} levels deep"
+    if size - distinct > MAX_ALIAS_GROWTH:
+        return f"aliases expand it by more than {MAX_ALIAS_GROWTH:,} characters (a YAML bomb?)"
+    return ""
+
+
+def error_at(exc: Any, text: str) -> tuple[str, int | None]:
+    """What a YAML error says, in one line, and the line (from 0) of `text` it points at."""
+    problem = getattr(exc, "problem", None) or getattr(exc, "reason", None) or "unreadable"
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    if mark is not None:
+        return problem, mark.line
+    position = getattr(exc, "position", None)  # a ReaderError knows only the character offset
+    return problem, None if position is None else text.count("\n", 0, position)

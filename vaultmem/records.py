@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import math
 import os
 from collections import Counter
 from collections.abc import Iterable
@@ -12,13 +13,14 @@ from typing import Any
 
 from . import text
 from .dedup import sketch_keys
-from .errors import NoteFormatError
+from .errors import NoteFormatError, VaultmemError
 
 KINDS = ("memory", "entity", "episode")
 STATUS_BY_FOLDER = {"inbox": "candidate", "archive": "archived"}
 TAG_PREFIX = "#"
 LINK_PREFIX = "@"
 QUESTION_TERM = "?question"  # marks a memory whose text ends with a question (no query word can spell it)
+_MAX_SCORE = 10.0  # scoring.MAX_SCORE, the top of SPEC's 0..10 (scoring loads numpy; indexing a note never does)
 
 
 @dataclass
@@ -69,18 +71,59 @@ def synthetic_id(relpath: str) -> str:
     return "path-" + hashlib.blake2b(relpath.encode("utf-8"), digest_size=8).hexdigest()
 
 
+# Seconds a datetime can show in every time zone: a day inside the years 1 to 9999.
+FIRST_TS = dt.datetime(1, 1, 2, tzinfo=dt.timezone.utc).timestamp()
+LAST_TS = dt.datetime(9999, 12, 30, tzinfo=dt.timezone.utc).timestamp()
+
+
 def to_epoch(value: Any, fallback: float) -> float:
-    """POSIX seconds of a frontmatter time (datetime, date or ISO string); naive means local time."""
+    """POSIX seconds of a frontmatter time (datetime, date or ISO string; naive means local time);
+    `fallback` for a value that is no time.
+
+    Raises:
+        ValueError: a time outside the years 1 to 9999 in some time zone: one such note would
+            stop every command that shows or compares times.
+    """
     if isinstance(value, str):
-        try:
-            value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            return fallback
-    if isinstance(value, dt.datetime):
-        return value.timestamp()
-    if isinstance(value, dt.date):
-        return dt.datetime(value.year, value.month, value.day).timestamp()
-    return fallback
+        value = _iso_time(value)
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        value = dt.datetime(value.year, value.month, value.day)
+    if not isinstance(value, dt.datetime):
+        return fallback
+    try:
+        seconds = value.timestamp()
+    except (OverflowError, OSError, ValueError):  # a naive time shifted into year 0 or 10000
+        seconds = math.nan
+    if not FIRST_TS <= seconds <= LAST_TS:
+        raise ValueError(f"{value.isoformat()} is out of range (years 1 to 9999)")
+    return seconds
+
+
+def given_epoch(text: str, end_of_day: bool = False) -> float:
+    """POSIX seconds of a YYYY-MM-DD or ISO 8601 time a user gives (`--since`); naive means local
+    time, and with end_of_day a bare date means its last instant. A bound such as 0001-01-01 or
+    9999-12-31, past what to_epoch takes, is the nearest time it takes: no note lies beyond.
+
+    Raises:
+        VaultmemError: not such a time.
+    """
+    parsed = _iso_time(text)
+    if parsed is None:
+        raise VaultmemError(f"invalid date {text!r}: use YYYY-MM-DD or ISO 8601")
+    try:
+        if end_of_day and len(text.strip()) == 10:
+            parsed += dt.timedelta(days=1, microseconds=-1)
+        return to_epoch(parsed, 0.0)
+    except (OverflowError, ValueError):
+        return FIRST_TS if parsed.year < 5000 else LAST_TS
+
+
+def _iso_time(text: str) -> dt.datetime | None:
+    """An ISO 8601 date or time (`Z` for UTC), or None."""
+    try:
+        return dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
 
 
 def _stamp(value: Any) -> str:
@@ -91,11 +134,19 @@ def _str(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def _number(value: Any, fallback: float) -> float:
+def _score(value: Any, fallback: float) -> tuple[float, str]:
+    """A note's score, and what is wrong with it ('' when nothing): a number from 0 to 10, else
+    the nearest one, or `fallback` for text or for a number no float holds (NaN, 1e400)."""
+    if value is None:
+        return fallback, ""
     try:
-        return float(value)
-    except (TypeError, ValueError):
-        return fallback
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        number = math.nan
+    if 0.0 <= number <= _MAX_SCORE:
+        return number, ""
+    problem = f"score {_str(value)[:40]} is not a number from 0 to {_MAX_SCORE:g}"
+    return (min(max(number, 0.0), _MAX_SCORE) if math.isfinite(number) else fallback), problem
 
 
 def build_record(data: bytes, relpath: str, kind: str, folder: str, stat: tuple[int, int],
@@ -153,10 +204,16 @@ def _fill_from_note(rec: Record, meta: dict[str, Any], body: str, tags: list[str
     rec.id = _str(meta.get("id")).strip() or synthetic_id(rec.path)
     rec.type = _str(meta.get("type")) or (rec.kind if rec.kind != "memory" else "")
     rec.value = _str(meta.get("value"))
-    rec.score = _number(meta.get("score"), float(defaults.get("score", 5.0)))
+    rec.score, problem = _score(meta.get("score"), float(defaults.get("score", 5.0)))
+    problems = [problem] if problem else []
     when = meta.get("timestamp", meta.get("date"))
-    rec.ts = to_epoch(when, mtime)
     rec.stamp = _stamp(when)
+    try:
+        rec.ts = to_epoch(when, mtime)
+    except ValueError as exc:  # the note is found, dated by its file; doctor names it
+        rec.ts = mtime
+        problems.append(f"timestamp {exc}")
+    rec.error = str(NoteFormatError(rec.path, None, "; ".join(problems))) if problems else ""
     rec.lifecycle = _str(meta.get("lifecycle")) or _str(defaults.get("lifecycle"))
     rec.source = _str(meta.get("source"))
     rec.trust = _str(meta.get("trust"))

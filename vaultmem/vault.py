@@ -93,6 +93,8 @@ class Vault:
     def __init__(self, path: str | os.PathLike[str]):
         self.root = Path(path).expanduser().resolve()
         if not (self.root / STATE_DIR).is_dir():
+            if self.root.exists() and not self.root.is_dir():
+                raise VaultNotFound(f"{self.root} is not a directory; a vault is a folder")
             if not self.root.is_dir():
                 raise VaultNotFound(f"{self.root} does not exist; create it with `vaultmem init {path}`")
             raise VaultNotFound(f"{self.root} is not a vaultmem vault (no {STATE_DIR}/); run `vaultmem init {path}`")
