@@ -13,7 +13,6 @@ confirms by content hash.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import sqlite3
 import threading
@@ -30,6 +29,7 @@ from .records import Record, encode_terms, index_terms
 from .scan import RefreshStats, ScanRoot, map_chunks, walk
 from .sqlrows import (INSERT_KEY, INSERT_NOTE, NOTE_FIELDS, SCHEMA, UPSERT_ACCESS, connect, drop_lookups, dup_keys,
                       record_from_row, row_dict, to_row, transaction)
+from .writelock import DEFAULT_TIMEOUT, WriteLock
 
 if TYPE_CHECKING:  # numpy and the snapshot load only when postings are built or read: a write does neither
     from .snapshot import PostingsBuilder, Snapshot
@@ -47,7 +47,8 @@ class Index:
     """The sidecar of one vault; one instance may be shared by the threads of a process."""
 
     def __init__(self, cache_dir: Path, vault_root: Path, roots: list[ScanRoot], devices_dir: Path,
-                 defaults: dict[str, Any], compact_min: int = 256, compact_ratio: float = 0.02):
+                 defaults: dict[str, Any], compact_min: int = 256, compact_ratio: float = 0.02,
+                 lock_timeout: float = DEFAULT_TIMEOUT):
         self.cache_dir = cache_dir
         self.vault_root = vault_root
         self.roots = roots
@@ -56,12 +57,12 @@ class Index:
         self.compact_min = compact_min
         self.compact_ratio = compact_ratio
         self._local = threading.local()
-        self._lock = threading.RLock()
-        self._lock_depth = 0
+        self._lock = threading.RLock()  # the loaded snapshot's
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        self._writer = WriteLock(cache_dir / "write.lock", lock_timeout)
         self._snapshot: Snapshot | None = None
         self._sketches: tuple | None = None  # (generation, sorted keys, their documents), memory-mapped
         self._snapshot_version = ""
-        cache_dir.mkdir(parents=True, exist_ok=True)
         self._ensure_schema()
 
     # -- connections -------------------------------------------------------------------------
@@ -128,22 +129,11 @@ class Index:
     @contextmanager
     def _write_lock(self):
         """One writer at a time across processes and threads (readers never wait)."""
-        with self._lock:
-            if self._lock_depth:  # re-entered by the thread that holds it: flock would deadlock on itself
-                self._lock_depth += 1
-                try:
-                    yield
-                finally:
-                    self._lock_depth -= 1
-                return
-            with open(self.cache_dir / "write.lock", "a+b") as handle:
-                fcntl.flock(handle, fcntl.LOCK_EX)
-                self._lock_depth = 1
-                try:
-                    yield
-                finally:
-                    self._lock_depth = 0
-                    fcntl.flock(handle, fcntl.LOCK_UN)
+        self._writer.acquire()
+        try:
+            yield
+        finally:
+            self._writer.release()
 
     def writing(self):
         """The writers' lock, for a whole write pipeline run: two processes remembering the same

@@ -17,6 +17,7 @@ from .events import append_events, device_id
 from .files import atomic_write
 from .index import Index
 from .scan import RefreshStats, ScanRoot
+from .writelock import lock_timeout
 from .records import Record, build_record, content_hash
 
 STATE_DIR = ".vaultmem"
@@ -151,7 +152,8 @@ class Vault:
                          for role in ("memories", "entities", "episodes", "inbox", "archive")]
                 idx = self.config["index"]
                 self._index = Index(self.state / "cache", self.root, roots, self.state / "devices",
-                                    self.config["defaults"], idx["compact_min"], idx["compact_ratio"])
+                                    self.config["defaults"], idx["compact_min"], idx["compact_ratio"],
+                                    lock_timeout(idx["lock_timeout"]))
             return self._index
 
     def refresh(self, progress: Callable[[int, int], None] | None = None, force: bool = False) -> RefreshStats:

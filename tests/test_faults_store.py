@@ -1,0 +1,168 @@
+"""Faults of the store: a killed command never freezes the vault, the index heals itself, a
+read-only vault still reads. Most of these run the real CLI in subprocesses and kill them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from vaultmem import Vault
+
+REPO = Path(__file__).resolve().parent.parent
+
+# A batch that stops after its workers started: drafts.worker_pool is lowered to a few items, and
+# the writer hangs at its first decision, holding the write lock, until it is killed.
+HUNG_BATCH = """
+import sys, time
+import vaultmem.drafts as drafts
+import vaultmem.write as write
+drafts.PARALLEL_MIN = 4
+def hang(self, *args, **kwargs):
+    print("ready", flush=True)
+    time.sleep(120)
+write.Writer.settle = hang
+from vaultmem.cli import app
+app(["remember", "--batch", sys.argv[1], "--vault", sys.argv[2]])
+"""
+
+# Holds the vault's write lock until killed (another writer in the middle of a long batch).
+HOLD_LOCK = """
+import sys, time
+from vaultmem import Vault
+vault = Vault(sys.argv[1])
+with vault.index.writing():
+    print("ready", flush=True)
+    time.sleep(120)
+"""
+
+
+def _env(**extra: str) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO), **extra}
+
+
+def cli(*args: str, timeout: float = 20, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "vaultmem", *args], capture_output=True, text=True,
+                          env=_env(**env), timeout=timeout)
+
+
+def start(script: str, *args: str, **env: str) -> subprocess.Popen:
+    """A Python script in a subprocess, once it printed "ready"."""
+    proc = subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=_env(**env))
+    line = proc.stdout.readline()
+    if line.strip() != "ready":
+        proc.kill()
+        raise AssertionError(f"helper did not start: {line!r} {proc.stderr.read()}")
+    return proc
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def gone(pid: int) -> bool:
+    """Whether a process exited (a zombie waiting for its reaper counts as gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+def wait_until(condition, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return condition()
+
+
+def batch_file(tmp_path: Path, n: int) -> Path:
+    path = tmp_path / "batch.jsonl"
+    path.write_text("".join(json.dumps({"text": f"Server rack {i} sits in room B{i}"}) + "\n" for i in range(n)),
+                    encoding="utf-8")
+    return path
+
+
+# -- 1. a killed batch never freezes the vault ------------------------------------------------------
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir() or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs Linux /proc and two cores (a batch with worker processes)")
+def test_a_killed_batch_leaves_no_worker_and_no_lock_behind(vault, tmp_path):
+    batch = start(HUNG_BATCH, str(batch_file(tmp_path, 20)), str(vault.root))
+    workers = children(batch.pid)
+    assert workers, "the batch started no worker processes"
+    try:
+        batch.kill()
+        batch.wait()
+        assert wait_until(lambda: all(gone(w) for w in workers), 5), "workers outlived their batch"
+        done = cli("remember", "The backup runs at 02:00", "--vault", str(vault.root), timeout=10)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith("created:")
+    finally:
+        for pid in workers:
+            if not gone(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_writer_waiting_for_the_lock_says_so_and_gives_up_after_the_timeout(vault):
+    holder = start(HOLD_LOCK, str(vault.root))
+    try:
+        started = time.monotonic()
+        waited = cli("remember", "The backup runs at 02:00", "--vault", str(vault.root), VAULTMEM_LOCK_TIMEOUT="1.5")
+        took = time.monotonic() - started
+    finally:
+        holder.kill()
+        holder.wait()
+    assert waited.returncode == 1
+    assert f"waiting for another vaultmem writer (pid {holder.pid})" in waited.stderr
+    assert f"another vaultmem writer (pid {holder.pid}) held the vault's write lock for 1.5 s" in waited.stderr
+    assert took < 5
+    assert not list((vault.root / "memories").glob("*.md"))
+    # the holder is gone: its lock went with it
+    assert cli("remember", "The backup runs at 02:00", "--vault", str(vault.root), timeout=10).returncode == 0
+
+
+def test_the_lock_timeout_is_a_setting(vault):
+    from vaultmem.writelock import LockTimeout
+
+    config = vault.state / "config.yaml"
+    config.write_text(config.read_text(encoding="utf-8").replace("lock_timeout: 60", "lock_timeout: 0.3"),
+                      encoding="utf-8")
+    holder = start(HOLD_LOCK, str(vault.root))
+    try:
+        started = time.monotonic()
+        with pytest.raises(LockTimeout, match="for 0.3 s"):
+            Vault(vault.root).remember("The backup runs at 02:00")
+        assert time.monotonic() - started < 2
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_child_forked_by_a_writer_does_not_keep_its_lock(vault):
+    # the writer forks a plain child (no pool, nothing that would make it die), then is killed
+    forking = HOLD_LOCK.replace('print("ready"', 'child = os.fork()\n    if child == 0:\n        time.sleep(30)\n'
+                                '        os._exit(0)\n    print(child, flush=True)\n    print("ready"')
+    holder = subprocess.Popen([sys.executable, "-c", "import os\n" + forking, str(vault.root)], stdout=subprocess.PIPE,
+                              text=True, env=_env())
+    child = int(holder.stdout.readline())
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        holder.kill()
+        holder.wait()
+        assert not gone(child)
+        done = cli("remember", "The backup runs at 02:00", "--vault", str(vault.root), VAULTMEM_LOCK_TIMEOUT="3")
+        assert done.returncode == 0, done.stderr
+    finally:
+        os.kill(child, signal.SIGKILL)
