@@ -166,3 +166,25 @@ def test_a_child_forked_by_a_writer_does_not_keep_its_lock(vault):
         assert done.returncode == 0, done.stderr
     finally:
         os.kill(child, signal.SIGKILL)
+
+
+# -- 6. a read never waits for a writer ------------------------------------------------------------
+
+def test_recall_list_and_show_answer_from_the_index_while_another_writer_holds_the_lock(vault):
+    made = vault.remember("The backup runs at 02:00 in rack B", tags=["ops"])
+    vault.recall("backup")  # indexed, as after any earlier command
+    holder = start(HOLD_LOCK, str(vault.root))
+    try:
+        started = time.monotonic()
+        found = cli("recall", "backup", "--vault", str(vault.root), "--json", timeout=10)
+        listed = cli("list", "--vault", str(vault.root), "--json", timeout=10)
+        shown = cli("show", made.id, "--vault", str(vault.root), "--json", timeout=10)
+        took = time.monotonic() - started
+    finally:
+        holder.kill()
+        holder.wait()
+    assert [h["id"] for h in json.loads(found.stdout)] == [made.id], found.stderr
+    assert [m["id"] for m in json.loads(listed.stdout)] == [made.id], listed.stderr
+    assert json.loads(shown.stdout)["id"] == made.id, shown.stderr
+    assert "waiting" not in found.stderr + listed.stderr + shown.stderr
+    assert took < 8

@@ -17,7 +17,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -93,6 +93,11 @@ class Index:
     def _ensure_schema(self) -> None:
         """Create the tables; drop them all first when the schema or tokenizer version changed."""
         wanted = {"schema_version": str(SCHEMA_VERSION), "tokenizer_version": str(text.TOKENIZER_VERSION)}
+        try:
+            if self._versions(self._conn()) == wanted:  # the common case needs no lock: a reader never waits
+                return
+        except sqlite3.DatabaseError:
+            pass  # checked again under the lock
         with self._write_lock():
             conn = self._conn()
             try:
@@ -127,11 +132,16 @@ class Index:
             remove_tree(gen)
 
     @contextmanager
-    def _write_lock(self):
-        """One writer at a time across processes and threads (readers never wait)."""
-        self._writer.acquire()
+    def _write_lock(self, wait: bool = True) -> Iterator[bool]:
+        """One writer at a time across processes and threads (readers never wait).
+
+        Yields whether it is held: with wait False, False at once when another writer has it.
+        """
+        if not self._writer.acquire(wait):
+            yield False
+            return
         try:
-            yield
+            yield True
         finally:
             self._writer.release()
 
@@ -159,12 +169,16 @@ class Index:
                 found[path[prefix:] if os.sep == "/" else path[prefix:].replace(os.sep, "/")] = (root, mtime, size)
         return found
 
-    def refresh(self, progress: Progress | None = None, force: bool = False) -> RefreshStats:
+    def refresh(self, progress: Progress | None = None, force: bool = False, wait: bool = True) -> RefreshStats:
         """Bring the index in line with the files: parse what changed, drop what is gone.
 
-        With force, every note is parsed again and the index rebuilt from scratch.
+        With force, every note is parsed again and the index rebuilt from scratch. With wait False
+        (a read), nothing is done while another writer holds the lock (stats.skipped): the read
+        answers from what is indexed instead of waiting for, say, a whole batch.
         """
-        with self._write_lock():
+        with self._write_lock(wait) as held:
+            if not held:
+                return RefreshStats(skipped=True)
             conn = self._conn()
             stats = RefreshStats()
             started = time.time_ns()

@@ -32,6 +32,7 @@ class RefreshStats:
     updated: int = 0
     removed: int = 0
     compacted: bool = False
+    skipped: bool = False  # another writer held the lock: nothing was looked at (a read's refresh)
 
 
 def walk(folder: str) -> Iterator[tuple[str, int, int]]:

@@ -156,9 +156,11 @@ class Vault:
                                     lock_timeout(idx["lock_timeout"]))
             return self._index
 
-    def refresh(self, progress: Callable[[int, int], None] | None = None, force: bool = False) -> RefreshStats:
-        """Re-read notes changed on disk since the last refresh (all of them with force)."""
-        return self.index.refresh(progress, force)
+    def refresh(self, progress: Callable[[int, int], None] | None = None, force: bool = False,
+                wait: bool = True) -> RefreshStats:
+        """Re-read notes changed on disk since the last refresh (all of them with force); with wait
+        False, skip it while another writer is at work (a read then answers from what is indexed)."""
+        return self.index.refresh(progress, force, wait)
 
     def reused(self, name: str, key: Any, build: Callable[[], Any]) -> Any:
         """A helper the write pipeline builds once (the policy, the rule tables, the entity
@@ -227,7 +229,7 @@ class Vault:
             if len(rows) > 1:
                 raise AmbiguousNote(ref, [r["path"] for r in rows])
             if attempt == 0:
-                self.refresh()  # renamed or created by hand since the last refresh
+                self.refresh(wait=False)  # renamed or created by hand since the last refresh
         raise NoteNotFound(ref)
 
     def _lookup(self, ref: str) -> list[dict[str, Any]]:
