@@ -188,3 +188,35 @@ def test_recall_list_and_show_answer_from_the_index_while_another_writer_holds_t
     assert json.loads(shown.stdout)["id"] == made.id, shown.stderr
     assert "waiting" not in found.stderr + listed.stderr + shown.stderr
     assert took < 8
+
+
+# -- 5. the device id is created whole ------------------------------------------------------------
+
+def _first_run(home: str, start, out) -> None:
+    from vaultmem.events import device_id
+
+    os.environ["VAULTMEM_HOME"] = home
+    start.wait()
+    try:
+        out.put(device_id())
+    except Exception as exc:  # noqa: BLE001 - reported to the test
+        out.put(f"error: {exc}")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="forks processes")
+def test_concurrent_first_runs_agree_on_one_device_id(tmp_path, monkeypatch):
+    import multiprocessing
+
+    monkeypatch.delenv("VAULTMEM_DEVICE_ID")
+    context = multiprocessing.get_context("fork")
+    for round_ in range(20):
+        home = str(tmp_path / f"home{round_}")
+        start, out = context.Barrier(12), context.Queue()
+        procs = [context.Process(target=_first_run, args=(home, start, out)) for _ in range(12)]
+        for proc in procs:
+            proc.start()
+        ids = {out.get(timeout=10) for _ in procs}
+        for proc in procs:
+            proc.join()
+        assert len(ids) == 1 and not next(iter(ids)).startswith("error"), ids
+        assert (Path(home) / "device-id").read_text(encoding="utf-8") == f"{ids.pop()}\n"
