@@ -220,3 +220,37 @@ def test_concurrent_first_runs_agree_on_one_device_id(tmp_path, monkeypatch):
             proc.join()
         assert len(ids) == 1 and not next(iter(ids)).startswith("error"), ids
         assert (Path(home) / "device-id").read_text(encoding="utf-8") == f"{ids.pop()}\n"
+
+
+# -- 2. a killed write's temp files are cleaned up ---------------------------------------------------
+
+def _dead_pid() -> int:
+    done = subprocess.Popen(["true"])
+    done.wait()
+    return done.pid
+
+
+def test_the_next_refresh_removes_temp_files_of_dead_writers_only(vault):
+    dead = vault.folders["memories"] / f".Rack B.md.{_dead_pid()}.a1b2c3.7.tmp"
+    dead_day = vault.folders["episodes"] / f".2026-01-02.md.{_dead_pid()}.00ff00.0.tmp"
+    live = vault.folders["memories"] / f".Rack C.md.{os.getppid()}.a1b2c3.8.tmp"  # a writer still at work
+    person = vault.folders["memories"] / ".draft.tmp"  # not ours
+    for path in (dead, dead_day, live, person):
+        path.write_bytes(b"")
+    done = cli("recall", "rack", "--vault", str(vault.root))
+    assert done.returncode == 0, done.stderr
+    assert not dead.exists() and not dead_day.exists()
+    assert live.exists() and person.exists()
+
+
+def test_init_makes_git_ignore_temp_files_in_the_note_folders_only(vault, tmp_path):
+    if subprocess.run(["git", "--version"], capture_output=True).returncode:
+        pytest.skip("no git")
+    subprocess.run(["git", "init", "-q", str(vault.root)], check=True)
+    temp = vault.folders["inbox"] / f".Rack B.md.{_dead_pid()}.a1b2c3.7.tmp"
+    temp.write_bytes(b"")
+    note = vault.remember("The backup runs at 02:00")
+    ignored = subprocess.run(["git", "-C", str(vault.root), "check-ignore", str(temp),
+                              str(vault.root / note.path)], capture_output=True, text=True).stdout.splitlines()
+    assert ignored == [str(temp)]
+    assert not (vault.root / ".gitignore").exists()

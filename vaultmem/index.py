@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import text
 from .events import log_files, read_new_lines
-from .files import remove_tree
+from .files import remove_stale_temps, remove_tree
 from .records import Record, encode_terms, index_terms
 from .scan import RefreshStats, ScanRoot, map_chunks, walk
 from .sqlrows import (INSERT_KEY, INSERT_NOTE, NOTE_FIELDS, SCHEMA, UPSERT_ACCESS, connect, drop_lookups, dup_keys,
@@ -160,12 +160,13 @@ class Index:
             conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, str(value)))
 
     # -- refresh -------------------------------------------------------------------------------
-    def scan(self) -> dict[str, tuple[ScanRoot, int, int]]:
-        """Every note file under the scan roots: relative path -> (root, mtime_ns, size)."""
+    def scan(self, temps: list[str] | None = None) -> dict[str, tuple[ScanRoot, int, int]]:
+        """Every note file under the scan roots: relative path -> (root, mtime_ns, size); the temp
+        files of atomic writes found are added to `temps`."""
         found: dict[str, tuple[ScanRoot, int, int]] = {}
         prefix = len(str(self.vault_root)) + 1
         for root in self.roots:
-            for path, mtime, size in walk(str(root.path)):
+            for path, mtime, size in walk(str(root.path), temps):
                 found[path[prefix:] if os.sep == "/" else path[prefix:].replace(os.sep, "/")] = (root, mtime, size)
         return found
 
@@ -183,7 +184,9 @@ class Index:
             stats = RefreshStats()
             started = time.time_ns()
             racy = int(self._meta(conn, "checked_ns", "0")) - RACY_NS
-            files = self.scan()
+            temps: list[str] = []
+            files = self.scan(temps)
+            remove_stale_temps(temps)  # a killed writer's: under the lock, no live writer owns one
             stats.scanned = len(files)
             known = {path: (mtime, size) for path, mtime, size in conn.execute("SELECT path, mtime_ns, size FROM notes")}
             if force or (not known and len(files) > self.compact_min):

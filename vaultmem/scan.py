@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .files import is_temp_name
 from .records import Record, build_records
 
 
@@ -35,9 +36,10 @@ class RefreshStats:
     skipped: bool = False  # another writer held the lock: nothing was looked at (a read's refresh)
 
 
-def walk(folder: str) -> Iterator[tuple[str, int, int]]:
+def walk(folder: str, temps: list[str] | None = None) -> Iterator[tuple[str, int, int]]:
     """Markdown files below a folder, hidden entries and symbolic links skipped: (path, mtime_ns, size).
 
+    The paths of atomic_write's temp files met on the way are added to `temps`.
     Plain strings and an explicit stack: at 100k notes, pathlib and nested generators cost more
     than the stat calls themselves.
     """
@@ -51,6 +53,8 @@ def walk(folder: str) -> Iterator[tuple[str, int, int]]:
             for entry in entries:
                 name = entry.name
                 if name.startswith("."):
+                    if temps is not None and is_temp_name(name):
+                        temps.append(entry.path)
                     continue
                 if name.endswith(".md"):
                     if entry.is_symlink():

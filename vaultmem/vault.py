@@ -25,6 +25,9 @@ MEMORY_FOLDERS = ("memories", "inbox", "archive")
 KIND_BY_FOLDER = {"memories": "memory", "inbox": "memory", "archive": "memory",
                   "entities": "entity", "episodes": "episode"}
 
+# In each note folder (the vault root may be a person's, and is left alone): a command killed mid-write
+# leaves a hidden temp file there until the next refresh removes it; git must not commit it meanwhile.
+_IGNORE_TEMPS = b"# temp files of a write that was killed (vaultmem removes them at its next refresh)\n.*.tmp\n"
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _FORBIDDEN = re.compile(r'[*"\\/<>:|?#^\[\]\x00-\x1f\x7f]')
 _RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
@@ -126,8 +129,10 @@ class Vault:
         if not gitignore.exists():
             atomic_write(gitignore, b"# the index is rebuilt from the notes; never commit it\ncache/\n")
         vault = cls(root)
-        for folder in vault.folders.values():
+        for role, folder in vault.folders.items():
             folder.mkdir(parents=True, exist_ok=True)
+            if role in KIND_BY_FOLDER and not (folder / ".gitignore").exists():
+                atomic_write(folder / ".gitignore", _IGNORE_TEMPS)
         vault._copy_templates()
         return vault
 

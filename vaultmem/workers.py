@@ -10,6 +10,8 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
+from .files import process_alive
+
 MAX_WORKERS = 4
 
 
@@ -66,29 +68,16 @@ def _watch_parent(owner: int) -> None:
 
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     parent = os.getppid()
-    if not _alive(owner):  # died before this worker was set to die with it
+    if not process_alive(owner):  # died before this worker was set to die with it
         os._exit(1)
 
     def watch() -> None:
         while True:
             time.sleep(1.0)
-            if os.getppid() != parent or not _alive(owner):
+            if os.getppid() != parent or not process_alive(owner):
                 os._exit(1)
 
     threading.Thread(target=watch, name="vaultmem-owner-watch", daemon=True).start()
-
-
-def _alive(pid: int) -> bool:
-    """Whether a process exists (always True on Windows, where a signal 0 would terminate it)."""
-    if os.name == "nt":
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 _PR_SET_PDEATHSIG = 1
