@@ -93,6 +93,11 @@ class WriteLock:
         self._depth = 0
         self._fd = -1
 
+    @property
+    def depth(self) -> int:
+        """How many times the holding thread took the lock (1: its outermost hold)."""
+        return self._depth
+
     def acquire(self, wait: bool = True) -> bool:
         """Take the lock; with wait False, return False at once when someone else holds it.
 
