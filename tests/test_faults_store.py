@@ -322,3 +322,42 @@ def test_a_process_holding_the_old_index_follows_the_rebuild_another_made(sample
     made = sample.remember("The quokka enclosure opens at nine")
     seen = cli("recall", "quokka", "--vault", str(sample.root), "--json", "--no-refresh")
     assert [h["id"] for h in json.loads(seen.stdout)] == [made.id]  # written to the new file, not the old one
+
+
+# -- 4. a read-only vault still reads -------------------------------------------------------------
+
+def _read_only(vault_root: Path) -> list[str] | None:
+    """A command prefix that runs with the vault read-only: a read-only bind mount of it (as root,
+    where permissions are not enforced), or the vault made unwritable (as anyone else)."""
+    if os.geteuid() != 0:
+        subprocess.run(["chmod", "-R", "a-w", str(vault_root)], check=True)
+        return []
+    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True)
+    if probe.returncode:
+        return None
+    script = 'mount --bind -o ro "$0" "$0" && exec "$@"'
+    return ["unshare", "-m", "sh", "-c", script, str(vault_root)]
+
+
+def test_recall_show_and_list_answer_in_a_read_only_vault(vault):
+    made = vault.remember("The backup runs at 02:00 in rack B", tags=["ops"])
+    vault.recall("backup")  # an index exists, but it cannot be written to any more
+    prefix = _read_only(vault.root)
+    if prefix is None:
+        pytest.skip("cannot make the vault read-only here (root without unshare)")
+    try:
+        def run(*args: str) -> subprocess.CompletedProcess:
+            return subprocess.run([*prefix, sys.executable, "-m", "vaultmem", *args, "--vault", str(vault.root)],
+                                  capture_output=True, text=True, env=_env(), timeout=20)
+
+        found = run("recall", "backup", "--json")
+        shown = run("show", made.id, "--json")
+        listed = run("list", "--json")
+        assert run("remember", "Another fact").returncode == 1  # a write fails, and says so
+    finally:
+        if os.geteuid() != 0:
+            subprocess.run(["chmod", "-R", "u+w", str(vault.root)], check=True)
+    assert [h["id"] for h in json.loads(found.stdout)] == [made.id], found.stderr
+    assert found.stderr.count("read-only") == 1
+    assert json.loads(shown.stdout)["id"] == made.id, shown.stderr
+    assert [m["id"] for m in json.loads(listed.stdout)] == [made.id], listed.stderr

@@ -5,7 +5,9 @@ system, a sync tool that copied half a file) is rebuilt from the notes, never a 
 
 from __future__ import annotations
 
+import errno
 import functools
+import hashlib
 import os
 import sqlite3
 import threading
@@ -48,6 +50,26 @@ def heals(method: Method) -> Method:
         finally:
             local.running = False
     return run  # type: ignore[return-value]
+
+
+def usable_cache(cache_dir: Path, vault_root: Path) -> Path:
+    """The vault's cache folder, or, when it cannot be written (a read-only vault: a synced snapshot,
+    a CD, a shared folder), this machine's cache for that vault, where the index is built from the
+    notes instead: $VAULTMEM_HOME/cache/<hash of the vault's path>, else $XDG_CACHE_HOME/vaultmem/…,
+    else ~/.cache/vaultmem/…."""
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(cache_dir / "write.lock", os.O_RDWR | os.O_CREAT, 0o644))
+        return cache_dir
+    except OSError as exc:
+        if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+            raise
+    home = os.environ.get("VAULTMEM_HOME")
+    base = (Path(home) / "cache" if home else
+            Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vaultmem")
+    fallback = base / hashlib.sha256(os.fsencode(vault_root)).hexdigest()[:16]
+    fallback.mkdir(parents=True, exist_ok=True)
+    return fallback
 
 
 class Sidecar:
@@ -189,4 +211,4 @@ class Sidecar:
             raise IndexDamaged(f"{_DB}: {found}")
 
 
-__all__ = ["SCHEMA_VERSION", "Sidecar", "heals"]
+__all__ = ["SCHEMA_VERSION", "Sidecar", "heals", "usable_cache"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import threading
@@ -17,7 +18,8 @@ from .events import append_events, device_id
 from .files import atomic_write
 from .index import Index
 from .scan import RefreshStats, ScanRoot
-from .writelock import lock_timeout
+from .sidecar import usable_cache
+from .writelock import lock_timeout, notice
 from .records import Record, build_record, content_hash
 
 STATE_DIR = ".vaultmem"
@@ -96,6 +98,7 @@ class Vault:
         self.device_dir = self.state / "devices" / self.device
         self._index: Index | None = None
         self._index_lock = threading.Lock()
+        self._told_read_only = False
 
     def _checked(self, path: Path, creating: bool = False) -> Path:
         """The path, if it stays inside the vault with symlinks resolved; raises UnsafePath.
@@ -156,9 +159,9 @@ class Vault:
                 roots = [ScanRoot(self.folders[role], KIND_BY_FOLDER[role], role)
                          for role in ("memories", "entities", "episodes", "inbox", "archive")]
                 idx = self.config["index"]
-                self._index = Index(self.state / "cache", self.root, roots, self.state / "devices",
-                                    self.config["defaults"], idx["compact_min"], idx["compact_ratio"],
-                                    lock_timeout(idx["lock_timeout"]))
+                cache = usable_cache(self.state / "cache", self.root)  # elsewhere in a read-only vault
+                self._index = Index(cache, self.root, roots, self.state / "devices", self.config["defaults"],
+                                    idx["compact_min"], idx["compact_ratio"], lock_timeout(idx["lock_timeout"]))
             return self._index
 
     def refresh(self, progress: Callable[[int, int], None] | None = None, force: bool = False,
@@ -311,9 +314,17 @@ class Vault:
         append_events(self.device_dir, "audit", events)
 
     def record_access(self, ids: Iterable[str], now: float | None = None) -> None:
-        """Append access events (reinforcement) for these notes; never touches the notes."""
+        """Append access events (reinforcement) for these notes; never touches the notes. In a
+        read-only vault they are skipped (said once): reading must not need a write."""
         stamp = time.time() if now is None else now
-        append_events(self.device_dir, "events", ({"event": "access", "id": i, "ts": stamp} for i in ids), stamp)
+        try:
+            append_events(self.device_dir, "events", ({"event": "access", "id": i, "ts": stamp} for i in ids), stamp)
+        except OSError as exc:
+            if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+                raise
+            if not self._told_read_only:
+                notice("the vault is read-only: recalls are not recorded as uses")
+                self._told_read_only = True
 
     # -- the public operations (each in its own module; the Vault is their one entry point) ----
     def remember(self, text: str, *, explain: bool = False, **fields: Any):
