@@ -243,7 +243,7 @@ def test_two_processes_remembering_the_same_batch_write_each_memory_once(vault):
     procs = [subprocess.Popen([sys.executable, "-c", script, str(vault.root), json.dumps(items)]) for _ in range(2)]
     assert [p.wait(timeout=120) for p in procs] == [0, 0]
     notes = list((vault.root / "memories").glob("*.md"))
-    assert len(notes) == 40 and not list((vault.root / "memories").glob(".*"))
+    assert len(notes) == 40 and not list((vault.root / "memories").glob(".*.tmp"))
     day_lines = [ln for p in (vault.root / "episodes").glob("*.md") for ln in p.read_text().splitlines()
                  if ln.startswith("- ")]
     assert len(day_lines) == 40

@@ -64,7 +64,7 @@ def test_bad_fields_are_refused_before_anything_is_written(vault):
         vault.remember("too important", score=11)
     with pytest.raises(VaultmemError, match="text"):
         vault.remember("   ")
-    assert not list((vault.root / "memories").iterdir())
+    assert [p.name for p in (vault.root / "memories").iterdir()] == [".gitignore"]
 
 
 def test_batch_imports_with_progress_and_dedups(vault):
@@ -103,7 +103,7 @@ def test_a_batch_killed_half_way_finishes_without_duplicates_when_run_again(vaul
     results = vault.remember_many(items)
     assert sum(r.action == "unchanged" for r in results) == 8
     assert len(list((vault.root / "memories").glob("*.md"))) == 20
-    assert not list((vault.root / "memories").glob(".*"))  # no temp files left behind
+    assert not list((vault.root / "memories").glob(".*.tmp"))  # no temp files left behind
     day = (vault.root / "episodes/2026-11-02.md").read_text(encoding="utf-8")
     assert day.count("[[Imported fact") == 20  # the episode lines the killed run owed are written
     assert vault.doctor().ok

@@ -130,6 +130,8 @@ def doctor(vault: Vault) -> DoctorReport:
     """Notes that cannot be parsed, duplicate or missing ids, broken links and index drift."""
     report = DoctorReport(drift=_drift(vault))
     vault.refresh()
+    report.warnings += [f"the index was damaged ({damage}); it has been rebuilt from the notes"
+                        for damage in vault.index.check()]
     rows = vault.index.select_notes()
     report.unparsable = [{"path": r["path"], "error": r["error"]} for r in rows if r["error"]]
     by_id: dict[str, list[str]] = {}

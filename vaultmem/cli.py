@@ -227,7 +227,7 @@ def list_(since: Annotated[Optional[str], typer.Option(help="Written on or after
           vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
     """List memories newest first (or every tag with --all-tags)."""
     v = open_vault(vault)
-    v.refresh()
+    v.refresh(wait=False)
     if all_tags:
         from .catalog import tag_counts
 
@@ -268,7 +268,7 @@ def reindex(full: Annotated[bool, typer.Option(help="Re-parse every note, not on
 def stats(vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
     """Counts by kind, status, namespace and lifecycle, and the index's state."""
     v = open_vault(vault)
-    v.refresh()
+    v.refresh(wait=False)
     data = v.stats()
     if json_out:
         print_json(data)

@@ -113,6 +113,7 @@ index:
   auto_refresh: true      # rescan changed files before each CLI recall (remember: --refresh)
   compact_min: 256        # merge the delta into a new generation past max(compact_min, compact_ratio x notes)
   compact_ratio: 0.02
+  lock_timeout: 60        # seconds a writer waits for another one before giving up ($VAULTMEM_LOCK_TIMEOUT)
 """
 
 # Mappings whose keys a user may extend (a new lifecycle gets its own half-life).

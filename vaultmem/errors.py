@@ -63,3 +63,7 @@ class PolicyViolation(VaultmemError):
 
 class ConfigError(VaultmemError):
     """The vault's config.yaml is invalid."""
+
+
+class IndexDamaged(VaultmemError):
+    """A file of the index sidecar is damaged; the index rebuilds itself from the notes."""

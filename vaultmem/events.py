@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from .errors import VaultmemError
+from .files import atomic_write
 from .records import LAST_TS
 
 _DEVICE_FILE = "device-id"
@@ -47,19 +48,31 @@ def device_id() -> str:
     if explicit:
         return _checked_device_id(explicit)
     path = state_dir() / _DEVICE_FILE
-    try:
-        return _checked_device_id(path.read_text(encoding="utf-8").strip())
-    except FileNotFoundError:
-        pass
+    stored = _stored_device_id(path)
+    if stored is not None:
+        return stored
     path.parent.mkdir(parents=True, exist_ok=True)
     fresh = _new_device_id()
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:  # whole or not at all: concurrent first runs must never read a file still being written
+        atomic_write(path, (fresh + "\n").encode("utf-8"), exclusive=True)
     except FileExistsError:  # another process won the race: use its id
         return _checked_device_id(path.read_text(encoding="utf-8").strip())
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(fresh + "\n")
     return fresh
+
+
+def _stored_device_id(path: Path) -> str | None:
+    """The stored id, or None when there is none yet. An empty file (left by a version that wrote
+    it in place, mid-write or killed) is waited for briefly, then replaced."""
+    for _ in range(20):
+        try:
+            value = path.read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            return None
+        if value:
+            return _checked_device_id(value)
+        time.sleep(0.01)
+    path.unlink(missing_ok=True)
+    return None
 
 
 def _checked_device_id(value: str) -> str:

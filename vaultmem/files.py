@@ -6,8 +6,9 @@ import contextlib
 import errno
 import itertools
 import os
+import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,47 @@ def _new_temp_tag() -> None:
 
 _new_temp_tag()
 os.register_at_fork(after_in_child=_new_temp_tag)
+
+
+def is_temp_name(name: str) -> bool:
+    """Whether a file name is one of atomic_write's temp files (`.<name>.<pid>.<tag>.<n>.tmp`)."""
+    return name.endswith(".tmp") and _TEMP_NAME.match(name) is not None
+
+
+def remove_stale_temps(paths: Iterable[str]) -> int:
+    """Delete the temp files (see is_temp_name) whose writing process is gone: a killed command
+    leaves them behind, empty or half written, and git would commit them. Returns how many went.
+
+    The caller holds the write lock, so no writer that could still own one is at work (the pid in
+    a name synced from another machine means nothing here: that file is as stale).
+    """
+    removed = 0
+    for path in paths:
+        pid = int(_TEMP_NAME.match(os.path.basename(path)).group(1))  # type: ignore[union-attr]
+        if pid == os.getpid() or process_alive(pid):
+            continue
+        try:
+            os.unlink(path)
+        except OSError:  # gone already, or a read-only vault
+            continue
+        removed += 1
+    return removed
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process exists (always True on Windows, where a signal 0 would terminate it)."""
+    if os.name == "nt":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
+
+
+_TEMP_NAME = re.compile(r"\..+\.(\d+)\.[0-9a-f]{6}\.\d+\.tmp\Z", re.DOTALL)
 
 
 def fsync_path(path: str | Path) -> None:

@@ -13,28 +13,28 @@ confirms by content hash.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import folderstate, text
+from .errors import IndexDamaged
 from .events import log_files, read_new_lines
-from .files import remove_tree
+from .files import remove_stale_temps, remove_tree
 from .records import Record, encode_terms, index_terms
 from .scan import RefreshStats, ScanRoot, map_chunks, walk
-from .sqlrows import (INSERT_KEY, INSERT_NOTE, NOTE_FIELDS, SCHEMA, UPSERT_ACCESS, connect, drop_lookups, dup_keys,
-                      record_from_row, row_dict, to_row, transaction)
+from .sidecar import SCHEMA_VERSION, Sidecar, heals
+from .sqlrows import (INSERT_KEY, INSERT_NOTE, NOTE_FIELDS, UPSERT_ACCESS, drop_lookups, dup_keys, record_from_row,
+                      row_dict, to_row, transaction)
+from .writelock import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:  # numpy and the snapshot load only when postings are built or read: a write does neither
     from .snapshot import PostingsBuilder, Snapshot
 
-SCHEMA_VERSION = 5
 CHUNK = 512  # files per parse job
 BULK_ROWS = 5000  # rows from which an upsert that outnumbers the indexed notes rebuilds the lookups
 RACY_NS = 2_000_000_000  # coarse file-system clocks: an mtime this close to a check proves nothing
@@ -43,145 +43,64 @@ RACY_NS = 2_000_000_000  # coarse file-system clocks: an mtime this close to a c
 Progress = Callable[[int, int], None]
 
 
-class Index:
+class Index(Sidecar):
     """The sidecar of one vault; one instance may be shared by the threads of a process."""
 
     def __init__(self, cache_dir: Path, vault_root: Path, roots: list[ScanRoot], devices_dir: Path,
-                 defaults: dict[str, Any], compact_min: int = 256, compact_ratio: float = 0.02):
-        self.cache_dir = cache_dir
+                 defaults: dict[str, Any], compact_min: int = 256, compact_ratio: float = 0.02,
+                 lock_timeout: float = DEFAULT_TIMEOUT):
         self.vault_root = vault_root
         self.roots = roots
         self.devices_dir = devices_dir
         self.defaults = defaults
         self.compact_min = compact_min
         self.compact_ratio = compact_ratio
-        self._local = threading.local()
-        self._lock = threading.RLock()
-        self._lock_depth = 0
+        self._lock = threading.RLock()  # the loaded snapshot's
         self._snapshot: Snapshot | None = None
         self._sketches: tuple | None = None  # (generation, sorted keys, their documents), memory-mapped
         self._snapshot_version = ""
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        self._ensure_schema()
+        super().__init__(cache_dir, lock_timeout)  # last: a damaged sidecar is rebuilt with the fields above
 
-    # -- connections -------------------------------------------------------------------------
-    def _conn(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._open_db()
-            self._local.conn = conn
-        return conn
-
-    def _open_db(self) -> sqlite3.Connection:
-        path = self.cache_dir / "index.sqlite"
-        try:
-            return connect(path)
-        except sqlite3.DatabaseError:
-            # A damaged sidecar is only a cache: drop it and rebuild from the notes.
-            for stale in self.cache_dir.glob("index.sqlite*"):
-                stale.unlink()
-            return connect(path)
-
-    def close(self) -> None:
-        """Close this thread's database connection."""
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
-
-    def _ensure_schema(self) -> None:
-        """Create the tables; drop them all first when the schema or tokenizer version changed."""
-        wanted = {"schema_version": str(SCHEMA_VERSION), "tokenizer_version": str(text.TOKENIZER_VERSION)}
-        with self._write_lock():
-            conn = self._conn()
-            try:
-                current = self._versions(conn)
-            except sqlite3.DatabaseError:
-                conn.close()
-                self._local.conn = None
-                for stale in self.cache_dir.glob("index.sqlite*"):
-                    stale.unlink()
-                conn, current = self._conn(), {}
-            if current != wanted:
-                self._wipe(conn)
-            self._create(conn)
-
-    def _create(self, conn: sqlite3.Connection) -> None:
-        conn.executescript(SCHEMA)
-        with transaction(conn):
-            self._set_meta(conn, schema_version=SCHEMA_VERSION, tokenizer_version=text.TOKENIZER_VERSION)
-
-    @staticmethod
-    def _versions(conn: sqlite3.Connection) -> dict[str, str]:
-        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
-            return {}
-        return dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('schema_version', 'tokenizer_version')"))
-
-    def _wipe(self, conn: sqlite3.Connection) -> None:
-        """Forget everything (new sidecar, or schema/tokenizer changed): a refresh rebuilds it from the notes."""
-        with transaction(conn):
-            for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
-                conn.execute(f'DROP TABLE "{table}"')
-        for gen in self.cache_dir.glob("gen-*"):
-            remove_tree(gen)
-
-    @contextmanager
-    def _write_lock(self):
-        """One writer at a time across processes and threads (readers never wait)."""
+    def _forget_loaded(self) -> None:
         with self._lock:
-            if self._lock_depth:  # re-entered by the thread that holds it: flock would deadlock on itself
-                self._lock_depth += 1
-                try:
-                    yield
-                finally:
-                    self._lock_depth -= 1
-                return
-            with open(self.cache_dir / "write.lock", "a+b") as handle:
-                fcntl.flock(handle, fcntl.LOCK_EX)
-                self._lock_depth = 1
-                try:
-                    yield
-                finally:
-                    self._lock_depth = 0
-                    fcntl.flock(handle, fcntl.LOCK_UN)
+            self._snapshot, self._sketches, self._snapshot_version = None, None, ""
 
-    def writing(self):
-        """The writers' lock, for a whole write pipeline run: two processes remembering the same
-        thing at once must not both find it new."""
-        return self._write_lock()
-
-    # -- meta ----------------------------------------------------------------------------------
-    def _meta(self, conn: sqlite3.Connection, key: str, default: str = "") -> str:
-        row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return row[0] if row else default
-
-    def _set_meta(self, conn: sqlite3.Connection, **values: Any) -> None:
-        for key, value in values.items():
-            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, str(value)))
+    def _rebuild(self) -> None:
+        self.refresh(force=True)
 
     # -- refresh -------------------------------------------------------------------------------
-    def scan(self, folders: dict[str, int] | None = None) -> dict[str, tuple[ScanRoot, int, int]]:
-        """Every note file under the scan roots: relative path -> (root, mtime_ns, size); folders
-        gets the mtime_ns of each folder walked."""
+    def scan(self, temps: list[str] | None = None, folders: dict[str, int] | None = None
+             ) -> dict[str, tuple[ScanRoot, int, int]]:
+        """Every note file under the scan roots: relative path -> (root, mtime_ns, size); the temp
+        files of atomic writes found are added to `temps`, each folder's mtime_ns to `folders`."""
         found: dict[str, tuple[ScanRoot, int, int]] = {}
         prefix = len(str(self.vault_root)) + 1
         for root in self.roots:
-            for path, mtime, size in walk(str(root.path), folders):
+            for path, mtime, size in walk(str(root.path), temps, folders):
                 found[path[prefix:] if os.sep == "/" else path[prefix:].replace(os.sep, "/")] = (root, mtime, size)
         return found
 
-    def refresh(self, progress: Progress | None = None, force: bool = False) -> RefreshStats:
+    @heals
+    def refresh(self, progress: Progress | None = None, force: bool = False, wait: bool = True) -> RefreshStats:
         """Bring the index in line with the files: parse what changed, drop what is gone.
 
-        With force, every note is parsed again and the index rebuilt from scratch.
+        With force, every note is parsed again and the index rebuilt from scratch. With wait False
+        (a read), nothing is done while another writer holds the lock (stats.skipped): the read
+        answers from what is indexed instead of waiting for, say, a whole batch.
         """
-        with self._write_lock():
+        with self._write_lock(wait) as held:
+            if not held:
+                return RefreshStats(skipped=True)
+            if self._writer.depth == 1:
+                self._follow_rebuild()
             conn = self._conn()
             stats = RefreshStats()
             started = time.time_ns()
             racy = int(self._meta(conn, "checked_ns", "0")) - RACY_NS
+            temps: list[str] = []
             folders: dict[str, int] = {}
-            files = self.scan(folders)
+            files = self.scan(temps, folders)
+            remove_stale_temps(temps)  # a killed writer's: under the lock, no live writer owns one
             stats.scanned = len(files)
             known = {path: (mtime, size) for path, mtime, size in conn.execute("SELECT path, mtime_ns, size FROM notes")}
             if force or (not known and len(files) > self.compact_min):
@@ -308,6 +227,7 @@ class Index:
                 progress(done, len(items))
         return records, restamped
 
+    @heals
     def upsert(self, records: list[Record], gone: Iterable[str] = (), restamped: Iterable[tuple[int, int, str]] = ()
                ) -> None:
         """Store notes vaultmem itself just wrote (no rescan needed); drop the rows of `gone` paths and
@@ -378,6 +298,7 @@ class Index:
         self._compact(conn, progress, fresh or {})
         return True
 
+    @heals
     def compact(self, progress: Progress | None = None) -> None:
         """Merge the delta into a new generation now."""
         with self._write_lock():
@@ -457,6 +378,7 @@ class Index:
                 remove_tree(gen)
 
     # -- events --------------------------------------------------------------------------------
+    @heals
     def fold_events(self) -> None:
         """Fold new access events of every device's logs into per-note use counts.
 
@@ -486,14 +408,16 @@ class Index:
             conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'version'")
 
     # -- reading -------------------------------------------------------------------------------
+    @heals
     def snapshot(self) -> Snapshot:
         """The current index as immutable arrays; reloaded only when another write happened.
 
         A sidecar that was never built (a fresh clone, a deleted cache) is built first.
         """
-        conn = self._conn()
-        if not self._meta(conn, "generation"):
+        self._follow_rebuild()
+        if not self._meta(self._conn(), "generation"):
             self.refresh()
+        conn = self._conn()
         version = self._meta(conn, "version", "0") + ":" + self._meta(conn, "generation", "0")
         with self._lock:
             if self._snapshot is None or version != self._snapshot_version:
@@ -506,6 +430,7 @@ class Index:
 
         from .snapshot import COLUMNS, load_snapshot
 
+        missing_in = None
         for _ in range(3):
             with transaction(conn, "BEGIN"):
                 generation = self._meta(conn, "generation", "")
@@ -520,10 +445,23 @@ class Index:
             try:
                 return load_snapshot(self.cache_dir / f"gen-{generation}" if generation else None, n_base,
                                      next_doc, tombs, delta, access, entities, int(generation or 0))
-            except FileNotFoundError:
-                continue  # a compaction switched generations while we read: read again
+            except FileNotFoundError as exc:
+                if generation == missing_in:
+                    raise IndexDamaged(f"gen-{generation}: {os.path.basename(exc.filename)} is missing") from None
+                missing_in = generation  # a compaction may have switched generations while we read: read again
         raise RuntimeError("the index kept changing while it was being read")
 
+    @heals
+    def check(self) -> list[str]:
+        """Look the sidecar over (SQLite's quick check, the current generation's files), rebuilding
+        it if damaged; returns the damage this object found and repaired so far (for doctor)."""
+        self._quick_check()
+        snap = self._load(self._conn())
+        if snap.generation:
+            _open_sketches(self.cache_dir / f"gen-{snap.generation}")
+        return list(self.repairs)
+
+    @heals
     def rows(self, docs: Iterable[int], generation: int) -> dict[int, dict[str, Any]] | None:
         """Full rows of these documents, or None when the index moved to another generation."""
         docs = [int(d) for d in docs]
@@ -535,6 +473,7 @@ class Index:
             found = conn.execute(f"SELECT doc, {', '.join(NOTE_FIELDS)} FROM notes WHERE doc IN ({marks})", docs)
             return {row[0]: row_dict(row[1:]) for row in found}
 
+    @heals
     def select_notes(self, where: str = "1", params: tuple = (), order: str = "path",
                      columns: tuple[str, ...] = NOTE_FIELDS) -> list[dict[str, Any]]:
         """Rows of the notes table matching a SQL condition (all columns, or the ones named)."""
@@ -542,17 +481,20 @@ class Index:
         sql = f"SELECT {', '.join(columns)} FROM notes WHERE {where} ORDER BY {order}"
         return [row_dict(r, columns) for r in conn.execute(sql, params)]
 
+    @heals
     def entity_state(self) -> tuple:
         """Changes whenever an entity note is added, removed or edited (a cache key)."""
         return tuple(self._conn().execute(
             "SELECT count(*), max(mtime_ns), sum(size), max(doc) FROM notes WHERE kind = 'entity'").fetchone())
 
+    @heals
     def path_taken(self, rel: str) -> bool:
         """Whether a note is indexed at this vault path in any letter case (Obsidian on macOS and
         Windows sees `Note.md` and `note.md` as one file)."""
         return self._conn().execute("SELECT 1 FROM notes WHERE path = ? COLLATE NOCASE LIMIT 1",
                                     (rel,)).fetchone() is not None
 
+    @heals
     def near_duplicate_paths(self, keys: list[int]) -> list[str]:
         """Paths of memory notes sharing a sketch key with a text (dedup.sketch_keys), oldest first."""
         if not keys:
@@ -589,14 +531,17 @@ class Index:
             docs.update(key_docs[bisect_left(sorted_keys, key):bisect_right(sorted_keys, key)])
         return sorted(docs)
 
+    @heals
     def count(self, where: str = "1", params: tuple = ()) -> int:
         """How many notes match a SQL condition."""
         return self._conn().execute(f"SELECT count(*) FROM notes WHERE {where}", params).fetchone()[0]
 
+    @heals
     def exists(self, where: str = "1", params: tuple = ()) -> bool:
         """Whether any note matches a SQL condition (stops at the first: a count reads them all)."""
         return self._conn().execute(f"SELECT 1 FROM notes WHERE {where} LIMIT 1", params).fetchone() is not None
 
+    @heals
     def info(self) -> dict[str, Any]:
         """Generation, delta size and files of the sidecar (for stats and doctor)."""
         conn = self._conn()
@@ -621,6 +566,11 @@ def _open_sketches(folder: Path) -> tuple[Any, Any]:
     for name, code in (("dup_key.bin", "q"), ("dup_doc.bin", "I")):
         with open(folder / name, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
-            views.append(memoryview(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)).cast(code)
-                         if size else ())
+            try:
+                views.append(memoryview(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)).cast(code)
+                             if size else ())
+            except TypeError:  # not a whole number of values: cut short
+                raise IndexDamaged(f"{folder.name}: {name} is cut short") from None
+    if len(views[0]) != len(views[1]):
+        raise IndexDamaged(f"{folder.name}: dup_key.bin and dup_doc.bin disagree")
     return views[0], views[1]

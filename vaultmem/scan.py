@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .files import is_temp_name
 from .records import Record, build_records
 
 
@@ -32,12 +33,15 @@ class RefreshStats:
     updated: int = 0
     removed: int = 0
     compacted: bool = False
+    skipped: bool = False  # another writer held the lock: nothing was looked at (a read's refresh)
 
 
-def walk(folder: str, folders: dict[str, int] | None = None) -> Iterator[tuple[str, int, int]]:
+def walk(folder: str, temps: list[str] | None = None, folders: dict[str, int] | None = None
+         ) -> Iterator[tuple[str, int, int]]:
     """Markdown files below a folder, hidden entries and symbolic links skipped: (path, mtime_ns, size).
 
-    folders, if given, gets each folder's mtime_ns, taken before it is listed (folderstate.py).
+    The paths of atomic_write's temp files met on the way are added to `temps`; folders, if given,
+    gets each folder's mtime_ns, taken before it is listed (folderstate.py).
     Plain strings and an explicit stack: at 100k notes, pathlib and nested generators cost more
     than the stat calls themselves.
     """
@@ -56,6 +60,8 @@ def walk(folder: str, folders: dict[str, int] | None = None) -> Iterator[tuple[s
             for entry in entries:
                 name = entry.name
                 if name.startswith("."):
+                    if temps is not None and is_temp_name(name):
+                        temps.append(entry.path)
                     continue
                 if name.endswith(".md"):
                     if entry.is_symlink():

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from . import text
+from .errors import IndexDamaged
 from .files import fsync_path, remove_tree
 from .records import link_key, split_terms
 
@@ -221,9 +222,43 @@ class Snapshot:
 
 
 
-def _load_generation(folder: Path) -> tuple[_Generation, dict[str, np.ndarray], dict[str, list[str]]]:
+def _load_generation(folder: Path, n_docs: int | None = None
+                     ) -> tuple[_Generation, dict[str, np.ndarray], dict[str, list[str]]]:
+    """A generation's arrays, memory-mapped, checked to fit together (n_docs: the documents it must
+    hold). Raises IndexDamaged when a file is unreadable or cut short (the bytes inside an array
+    are not checked: that would cost reading them all), FileNotFoundError when one is missing."""
+    gen, columns, vocab = _read_generation(folder)
+    problem = _misfit(gen, columns, vocab, n_docs)
+    if problem:
+        raise IndexDamaged(f"{folder.name}: {problem}")
+    return gen, columns, vocab
+
+
+def _misfit(gen: _Generation, columns: dict[str, np.ndarray], vocab: dict[str, list[str]], n_docs: int | None
+            ) -> str:
+    """What does not fit together in a generation's arrays ("" when all does)."""
+    if len(gen.term_off) < 1 or len(gen.post_off) != len(gen.term_off):
+        return "term_off.npy and post_off.npy disagree"
+    if gen.term_off[-1] != len(gen.blob):
+        return "terms.bin is not as long as term_off.npy says"
+    if not gen.post_off[-1] == len(gen.post_doc) == len(gen.post_tf):
+        return "post_doc.npy or post_tf.npy is not as long as post_off.npy says"
+    if not isinstance(vocab, dict) or not set(CATEGORICAL) <= set(vocab):
+        return "vocab.json lacks a column"
+    for name, column in columns.items():
+        if n_docs is not None and len(column) != n_docs:
+            return f"{name}.npy has {len(column)} rows, not {n_docs}"
+    return ""
+
+
+def _read_generation(folder: Path) -> tuple[_Generation, dict[str, np.ndarray], dict[str, list[str]]]:
     def arr(name: str) -> np.ndarray:
-        return np.load(folder / f"{name}.npy", mmap_mode="r")
+        try:
+            return np.load(folder / f"{name}.npy", mmap_mode="r")
+        except FileNotFoundError:
+            raise
+        except (OSError, ValueError, EOFError):  # a garbled header, an array cut short
+            raise IndexDamaged(f"{folder.name}: {name}.npy is unreadable or cut short") from None
 
     with open(folder / "terms.bin", "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
@@ -233,7 +268,10 @@ def _load_generation(folder: Path) -> tuple[_Generation, dict[str, np.ndarray], 
                       arr("post_doc").view(np.ndarray), arr("post_tf").view(np.ndarray))
     columns = {name: arr(name) for name in NUMERIC + ("doclen",)}
     columns.update({f"cat_{name}": arr(f"cat_{name}") for name in CATEGORICAL})
-    vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
+    try:
+        vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
+    except ValueError:  # not UTF-8, or not JSON
+        raise IndexDamaged(f"{folder.name}: vocab.json is unreadable") from None
     return gen, columns, vocab
 
 
@@ -246,7 +284,7 @@ def load_snapshot(folder: Path | None, n_base: int, next_doc: int, tombs: np.nda
     size = max(next_doc, n_base)
     base, cols, vocab = None, {}, {name: [] for name in CATEGORICAL}
     if folder is not None:
-        base, cols, vocab = _load_generation(folder)
+        base, cols, vocab = _load_generation(folder, n_base)
     live = np.zeros(size, dtype=bool)
     live[:n_base] = True
     if len(tombs):

@@ -6,6 +6,7 @@ back from it; index.py keeps the logic of what is written when.
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import sqlite3
 from collections.abc import Iterator
@@ -59,6 +60,14 @@ def connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def is_damage(exc: sqlite3.DatabaseError) -> bool:
+    """Whether SQLite found its file damaged or not a database at all (not, say, busy or full)."""
+    return getattr(exc, "sqlite_errorcode", 0) & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
+
+
+_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
+
+
 @contextmanager
 def transaction(conn: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE") -> Iterator[None]:
     """One transaction: committed on leaving, rolled back on any exception."""
@@ -66,7 +75,8 @@ def transaction(conn: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE") -> Ite
     try:
         yield
     except BaseException:
-        conn.execute("ROLLBACK")
+        with contextlib.suppress(sqlite3.Error):  # a damaged file may fail this too: the first error tells more
+            conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
 
@@ -111,4 +121,4 @@ def record_from_row(values: tuple) -> Record:
 
 
 __all__ = ["INSERT_KEY", "INSERT_NOTE", "NOTE_FIELDS", "SCHEMA", "UPSERT_ACCESS", "connect", "drop_lookups",
-           "dup_keys", "record_from_row", "row_dict", "to_row", "transaction"]
+           "dup_keys", "is_damage", "record_from_row", "row_dict", "to_row", "transaction"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import threading
@@ -17,6 +18,8 @@ from .events import append_events, device_id
 from .files import atomic_write
 from .index import Index
 from .scan import RefreshStats, ScanRoot
+from .sidecar import usable_cache
+from .writelock import lock_timeout, notice
 from .records import Record, build_record, content_hash
 
 STATE_DIR = ".vaultmem"
@@ -24,6 +27,9 @@ MEMORY_FOLDERS = ("memories", "inbox", "archive")
 KIND_BY_FOLDER = {"memories": "memory", "inbox": "memory", "archive": "memory",
                   "entities": "entity", "episodes": "episode"}
 
+# In each note folder (the vault root may be a person's, and is left alone): a command killed mid-write
+# leaves a hidden temp file there until the next refresh removes it; git must not commit it meanwhile.
+_IGNORE_TEMPS = b"# temp files of a write that was killed (vaultmem removes them at its next refresh)\n.*.tmp\n"
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _FORBIDDEN = re.compile(r'[*"\\/<>:|?#^\[\]\x00-\x1f\x7f]')
 _RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
@@ -111,6 +117,7 @@ class Vault:
         self.device_dir = self.state / "devices" / self.device
         self._index: Index | None = None
         self._index_lock = threading.Lock()
+        self._told_read_only = False
 
     def _checked(self, path: Path, creating: bool = False) -> Path:
         """The path, if it stays inside the vault with symlinks resolved; raises UnsafePath.
@@ -144,8 +151,10 @@ class Vault:
         if not gitignore.exists():
             atomic_write(gitignore, b"# the index is rebuilt from the notes; never commit it\ncache/\n")
         vault = cls(root)
-        for folder in vault.folders.values():
+        for role, folder in vault.folders.items():
             folder.mkdir(parents=True, exist_ok=True)
+            if role in KIND_BY_FOLDER and not (folder / ".gitignore").exists():
+                atomic_write(folder / ".gitignore", _IGNORE_TEMPS)
         vault._copy_templates()
         return vault
 
@@ -169,13 +178,16 @@ class Vault:
                 roots = [ScanRoot(self.folders[role], KIND_BY_FOLDER[role], role)
                          for role in ("memories", "entities", "episodes", "inbox", "archive")]
                 idx = self.config["index"]
-                self._index = Index(self.state / "cache", self.root, roots, self.state / "devices",
-                                    self.config["defaults"], idx["compact_min"], idx["compact_ratio"])
+                cache = usable_cache(self.state / "cache", self.root)  # elsewhere in a read-only vault
+                self._index = Index(cache, self.root, roots, self.state / "devices", self.config["defaults"],
+                                    idx["compact_min"], idx["compact_ratio"], lock_timeout(idx["lock_timeout"]))
             return self._index
 
-    def refresh(self, progress: Callable[[int, int], None] | None = None, force: bool = False) -> RefreshStats:
-        """Re-read notes changed on disk since the last refresh (all of them with force)."""
-        return self.index.refresh(progress, force)
+    def refresh(self, progress: Callable[[int, int], None] | None = None, force: bool = False,
+                wait: bool = True) -> RefreshStats:
+        """Re-read notes changed on disk since the last refresh (all of them with force); with wait
+        False, skip it while another writer is at work (a read then answers from what is indexed)."""
+        return self.index.refresh(progress, force, wait)
 
     def reused(self, name: str, key: Any, build: Callable[[], Any]) -> Any:
         """A helper the write pipeline builds once (the policy, the rule tables, the entity
@@ -244,7 +256,7 @@ class Vault:
             if len(rows) > 1:
                 raise AmbiguousNote(ref, [r["path"] for r in rows])
             if attempt == 0:
-                self.refresh()  # renamed or created by hand since the last refresh
+                self.refresh(wait=False)  # renamed or created by hand since the last refresh
         raise NoteNotFound(ref)
 
     def _lookup(self, ref: str) -> list[dict[str, Any]]:
@@ -346,9 +358,17 @@ class Vault:
         append_events(self.device_dir, "audit", events)
 
     def record_access(self, ids: Iterable[str], now: float | None = None) -> None:
-        """Append access events (reinforcement) for these notes; never touches the notes."""
+        """Append access events (reinforcement) for these notes; never touches the notes. In a
+        read-only vault they are skipped (said once): reading must not need a write."""
         stamp = time.time() if now is None else now
-        append_events(self.device_dir, "events", ({"event": "access", "id": i, "ts": stamp} for i in ids), stamp)
+        try:
+            append_events(self.device_dir, "events", ({"event": "access", "id": i, "ts": stamp} for i in ids), stamp)
+        except OSError as exc:
+            if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+                raise
+            if not self._told_read_only:
+                notice("the vault is read-only: recalls are not recorded as uses")
+                self._told_read_only = True
 
     # -- the public operations (each in its own module; the Vault is their one entry point) ----
     def remember(self, text: str, *, explain: bool = False, **fields: Any):

@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
+
+from .files import process_alive
 
 MAX_WORKERS = 4
 
@@ -30,6 +33,7 @@ def process_pool(workers: int, preload: list[str], initializer: Callable[..., An
     copy a lock some other thread holds, so there a fork server starts the workers, with `preload`
     imported once; that start imports the host's main module, which Python's multiprocessing needs
     guarded by `if __name__ == "__main__"`.
+    Every worker dies with the process that started the pool (see _watch_parent).
     """
     import multiprocessing
 
@@ -40,7 +44,43 @@ def process_pool(workers: int, preload: list[str], initializer: Callable[..., An
         context.set_forkserver_preload(preload)
     else:  # Windows
         context = multiprocessing.get_context("spawn")
-    return ProcessPoolExecutor(workers, mp_context=context, initializer=initializer, initargs=initargs)
+    return ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
+                               initargs=(os.getpid(), initializer, initargs))
+
+
+def _start_worker(owner: int, initializer: Callable[..., Any] | None, initargs: tuple) -> None:
+    _watch_parent(owner)
+    if initializer is not None:
+        initializer(*initargs)
+
+
+def _watch_parent(owner: int) -> None:
+    """Make this worker exit when `owner` (the pool's process) is gone.
+
+    A worker waits on a queue whose writing end it holds itself, so it would never notice a killed
+    owner (timeout, systemd, docker stop) and live on, idle, forever. Linux kills it with the
+    thread that forked it (PR_SET_PDEATHSIG); elsewhere, and for a pool whose workers a fork server
+    starts, a thread checks every second that the owner is still there.
+    """
+    if sys.platform == "linux":
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    parent = os.getppid()
+    if not process_alive(owner):  # died before this worker was set to die with it
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent or not process_alive(owner):
+                os._exit(1)
+
+    threading.Thread(target=watch, name="vaultmem-owner-watch", daemon=True).start()
+
+
+_PR_SET_PDEATHSIG = 1
 
 
 __all__ = ["MAX_WORKERS", "process_pool", "worker_count"]
