@@ -361,3 +361,15 @@ def test_recall_show_and_list_answer_in_a_read_only_vault(vault):
     assert found.stderr.count("read-only") == 1
     assert json.loads(shown.stdout)["id"] == made.id, shown.stderr
     assert [m["id"] for m in json.loads(listed.stdout)] == [made.id], listed.stderr
+
+
+def test_a_recall_whose_best_notes_are_not_on_disk_yet_still_answers_in_full(vault):
+    """A batch indexes its notes while a worker creates them: the best hits may not exist yet. The
+    recall looks further down instead of answering with 0 of 10."""
+    vault.remember_many([{"text": f"Rotation drill {n}: the pager rotation moves at noon"} for n in range(40)])
+    hits = vault.recall("pager rotation", limit=10)
+    for hit in hits:  # the ten best vanish (as if not created yet), unknown to the index
+        (vault.root / hit.path).unlink()
+    again = vault.recall("pager rotation", limit=10)
+    assert len(again) == 10
+    assert all((vault.root / hit.path).exists() for hit in again)

@@ -244,3 +244,31 @@ def test_an_editor_saving_in_place_while_an_agent_merges_loses_no_line(vault, tm
     assert saved and not lost, f"{len(lost)} of {len(saved)} person lines lost"
     _assert_person_text_kept(vault, rel)
     assert conflicts < 10
+
+
+def test_a_merge_into_a_note_whose_score_no_float_holds_still_merges(vault):
+    """A hand-edited `score:` of 400 digits (OverflowError in float()) is the note's problem, not the merge's."""
+    result = vault.remember("Invoice INV-2024-0042 is due on 2026-12-20")
+    path = vault.root / result.path
+    path.write_text(path.read_text(encoding="utf-8").replace("score: ", "score: " + "9" * 400 + "  # was "),
+                    encoding="utf-8")
+    vault.refresh()
+    merged = vault.remember("The finance team pays invoice INV-2024-0042 by bank transfer")
+    assert merged.action == "merged" and merged.path == result.path and 0 <= merged.score <= 10
+
+
+def test_a_write_the_disk_refuses_names_the_note_not_its_hidden_temp_file(vault, monkeypatch):
+    import errno
+
+    real_open = os.open
+
+    def read_only(path, flags, *args):
+        if flags & os.O_CREAT and os.path.basename(os.fspath(path)).startswith("."):
+            raise OSError(errno.EROFS, "Read-only file system", os.fspath(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", read_only)
+    with pytest.raises(OSError) as caught:
+        vault.remember("The VPN gateway is vpn-eu-3")
+    assert caught.value.errno == errno.EROFS
+    assert caught.value.filename.endswith(".md") and ".tmp" not in caught.value.filename

@@ -28,7 +28,10 @@ def atomic_write(path: str | Path, data: bytes, *, durable: bool = True, exclusi
     """
     folder, name = os.path.split(os.fspath(path))
     tmp = os.path.join(folder, f".{name}.{_TEMP_TAG}{next(_counter)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except OSError as exc:  # a read-only or full disk: name the file being written, not its hidden temp
+        raise OSError(exc.errno, exc.strerror, os.fspath(path)) from None
     try:
         try:
             view = memoryview(data)

@@ -253,7 +253,23 @@ def _hits(vault: Vault, snap: Snapshot, q: Query, docs, channels, eff, dec, unkn
     else:
         final = scoring.fuse_weighted(channels, weights)
     fuzzy_n = int(cfg["fuzzy_rescore"]) if unknown else 0
-    top = _top(final, max(limit, fuzzy_n))
+    wanted = max(limit, fuzzy_n)
+    while True:
+        scored = _short_list(vault, snap, q, docs, channels, final, _top(final, wanted), fuzzy_n, cfg)
+        # notes the index names but whose files are not there yet (a batch creating them right now)
+        # or any more drop out: look further down rather than answer with fewer hits than asked
+        if scored is None or len(scored) >= limit or wanted >= len(final):
+            break
+        wanted *= 4
+    if scored is None:
+        return None
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    return [_hit(row, parts, total, float(eff[i]), float(dec[i])) for total, _, row, parts, i in scored[:limit]]
+
+
+def _short_list(vault: Vault, snap: Snapshot, q: Query, docs, channels, final, top, fuzzy_n: int, cfg: dict):
+    """(score, rank, row, channel parts, doc index) of the top documents whose notes are on disk;
+    None if the index moved to another generation meanwhile."""
     rows = vault.index.rows(docs[top], snap.generation)
     if rows is None:
         return None
@@ -272,8 +288,7 @@ def _hits(vault: Vault, snap: Snapshot, q: Query, docs, channels, eff, dec, unkn
             parts["fuzzy"] = float(fuzzy[j])
             total += cfg["fuzzy_weight"] * parts["fuzzy"]
         scored.append((total, j, row, parts, i))
-    scored.sort(key=lambda item: (-item[0], item[1]))
-    return [_hit(row, parts, total, float(eff[i]), float(dec[i])) for total, _, row, parts, i in scored[:limit]]
+    return scored
 
 
 def _top(values: np.ndarray, k: int) -> np.ndarray:

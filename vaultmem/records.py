@@ -134,6 +134,11 @@ def _str(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def note_score(value: Any) -> float:
+    """A note's score as a number from 0 to 10 however it is written (0 when it is no number)."""
+    return _score(value, 0.0)[0]
+
+
 def _score(value: Any, fallback: float) -> tuple[float, str]:
     """A note's score, and what is wrong with it ('' when nothing): a number from 0 to 10, else
     the nearest one, or `fallback` for text or for a number no float holds (NaN, 1e400)."""

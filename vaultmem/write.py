@@ -24,7 +24,7 @@ from .episodes import DayPlan, EpisodeLine, append_episodes, index_planned, plan
 from .errors import VaultmemError, WriteConflict
 from .extract import POSITIONS
 from .pending import PendingNotes, StaleNote
-from .records import Record, retitle
+from .records import Record, note_score, retitle
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor, Future
@@ -422,8 +422,7 @@ class Writer:
         plain = draft.plain
 
         def edit(meta: dict[str, Any], body: str) -> tuple[dict[str, Any], str | None]:
-            score = min(10.0, max(float(meta.get("score") or 0), draft.meta["score"]) +
-                        float(self.settings["merge_bonus"]))
+            score = min(10.0, max(note_score(meta.get("score")), draft.meta["score"]) + float(self.settings["merge_bonus"]))
             when = meta.get("timestamp")
             changes = {"score": round(score, 2), "tags": union(meta.get("tags") or [], draft.meta["tags"]),
                        "version": _bump_version(meta.get("version"), self.vault.device)}
@@ -438,7 +437,7 @@ class Writer:
 
         self._pending.load(target.path, target.sha)
         meta, body = self._pending.edit(target.path, edit)
-        score = float(meta.get("score") or 0)
+        score = note_score(meta.get("score"))
         self._changed[target.path] = None
         self._bodies[target.path] = body
         draft.decided(f"merged into {target.path}: {reason}")
