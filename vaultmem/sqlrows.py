@@ -54,10 +54,28 @@ def connect(path: Path) -> sqlite3.Connection:
     """A connection shared by this process's threads, in WAL mode, waiting up to a minute for a lock."""
     conn = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA busy_timeout = 60000")
-    conn.execute("PRAGMA journal_mode = WAL")
+    _set_wal(conn)
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # fail now if the file is not a database
     return conn
+
+
+def _set_wal(conn: sqlite3.Connection, patience: float = 60.0) -> None:
+    """Switch to WAL. Two processes opening a new index at once race for this switch, and SQLite
+    answers the loser "database is locked" at once (its busy handler does not cover it): try again."""
+    import time
+
+    deadline = time.monotonic() + patience
+    pause = 0.001
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def is_damage(exc: sqlite3.DatabaseError) -> bool:
