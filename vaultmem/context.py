@@ -9,9 +9,10 @@ One recall, then, in order:
    2026-10-15", …) become one line, "first … last (n times)", labelled with the first and last date;
 4. each line is labelled with its source and date: "- [from finance-bot, 2026-10-14] …";
 5. lines go most important first (the recall's final score; a compressed line ranks as its best
-   memory) and are added while they fit the budget; a line that does not fit is shortened ("…")
-   when at least MIN_CUT_TOKENS are left, else left out (counted in `dropped`), and later, shorter
-   lines may still fit. The block's estimate (estimate_tokens) never exceeds the budget.
+   memory) and are added while they fit the budget; the first line that does not fit is shortened
+   ("…") when at least MIN_CUT_TOKENS are left, else left out (counted in `dropped`), as is every
+   later line that does not fit whole (shorter ones still may). The block's estimate
+   (estimate_tokens) never exceeds the budget.
 
 Access events (reinforcement) are recorded for the memories shown, not for every recalled one.
 """
@@ -39,18 +40,14 @@ MIN_CUT_TOKENS = 16   # room below which a line is left out rather than shortene
 MIN_KEPT_CHARS = 12   # nor is a memory's text cut shorter than this
 LEFT_OUT = ("superseded", "candidate", "archived")
 
-# Token estimate, per piece of text (whitespace is free):
-_CJK_TOKENS = 1.0     # a CJK character (Han, kana, Hangul, CJK and full-width punctuation)
-_WORD_TOKENS = 1.3    # a Latin word: English averages ~1.3 BPE tokens a word...
-_LETTERS_PER_TOKEN = 4.0  # ...and a long word about one per 4 letters (max of the two)
-_DIGIT_TOKENS = 1.0   # a digit: Llama-family tokenizers split numbers digit by digit
-_OTHER_TOKENS = 1.0   # any other visible character: punctuation, symbols, emoji
-_PIECES = re.compile(
-    r"(?P<word>[^\W\d_\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]+)"  # letters outside CJK
-    r"|(?P<digits>\d+)"
-    r"|(?P<cjk>[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0003ffff])"
-    r"|(?P<other>\S)"
-)
+# Token estimate: every visible character counts 1 (a CJK character, a digit: Llama-family tokenizers
+# split numbers digit by digit, a punctuation mark, a symbol), except the letters of Latin words,
+# which count per word: English averages ~1.3 BPE tokens a word, and a long word about 1 per 4 letters.
+_WORD_TOKENS = 1.3
+_LETTERS_PER_TOKEN = 4.0
+_LETTER = r"[^\W\d_\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0003ffff]"
+_LATIN_WORD = re.compile(_LETTER + "+")
+_LONG_WORD = re.compile(f"(?<!{_LETTER}){_LETTER}{{6,}}")
 _NUMBERED = re.compile(r"[a-z0-9_.:/+-]*\d[a-z0-9_.:/+-]*[年月日号点时分]?")  # dates, times, ids, versions
 _SPACE_PUNCT = re.compile(r"[\s\W_]+")
 _ELLIPSIS = "…"
@@ -59,21 +56,17 @@ _ELLIPSIS = "…"
 def estimate_tokens(value: str) -> int:
     """An estimate of a text's tokens in an LLM prompt that errs on the high side.
 
-    Each CJK character (Han, kana, Hangul, CJK and full-width punctuation) counts 1; each Latin
-    word (a run of letters) max(1.3, letters / 4); each digit 1 (tokenizers that split numbers in
-    groups of three cost less); every other visible character 1; whitespace 0. The sum is rounded up.
-    So "客户张三的合同编号是 CT2024-0876" is 10 + 1.3 + 8 + 1 = 20.3 -> 21.
+    Each Latin word (a run of letters outside CJK) counts max(1.3, letters / 4); every other visible
+    character counts 1: a CJK character (Han, kana, Hangul, CJK and full-width punctuation), a digit
+    (tokenizers that group digits in threes cost less), a punctuation mark, a symbol, an emoji.
+    Whitespace counts 0. The sum is rounded up. So "客户张三的合同编号是 CT2024-0876" is
+    10 Han + 1.3 (CT) + 8 digits + 1 (-) = 20.3 -> 21.
     """
-    total = 0.0
-    for m in _PIECES.finditer(value):
-        kind = m.lastgroup
-        if kind == "word":
-            total += max(_WORD_TOKENS, len(m.group()) / _LETTERS_PER_TOKEN)
-        elif kind == "digits":
-            total += _DIGIT_TOKENS * len(m.group())
-        else:
-            total += _CJK_TOKENS if kind == "cjk" else _OTHER_TOKENS
-    return math.ceil(total - 1e-9)
+    words = _LATIN_WORD.findall(value)
+    long_words = _LONG_WORD.findall(value)  # the words past which letters / 4 exceeds 1.3
+    word_tokens = _WORD_TOKENS * (len(words) - len(long_words)) + sum(map(len, long_words)) / _LETTERS_PER_TOKEN
+    visible = sum(map(len, value.split()))
+    return math.ceil(visible - sum(map(len, words)) + word_tokens - 1e-9)
 
 
 @dataclass(frozen=True)
@@ -146,16 +139,20 @@ def weave(vault: Vault, query: str, budget_tokens: int = DEFAULT_BUDGET, **recal
 
 def _distinct(hits: list[Hit], likeness: float) -> list[Hit]:
     """The hits without those that restate a better-ranked one."""
-    from .dedup import restates
+    from .dedup import restates, words_and_numbers
 
-    kept: list[tuple[Hit, str]] = []
+    kept: list[tuple[str, set[str], list[str]]] = []
+    distinct = []
     for hit in hits:
         plain = text.plain_text(hit.content)
-        if any(plain == other or (likeness < 1 and max(restates(plain, other), restates(other, plain)) >= likeness)
-               for _, other in kept):
-            continue
-        kept.append((hit, plain))
-    return [hit for hit, _ in kept]
+        words, numbers = words_and_numbers(plain)
+        if not any(plain == other or (likeness < 1 and numbers == other_numbers and
+                                      (words <= other_words or other_words <= words) and
+                                      max(restates(plain, other), restates(other, plain)) >= likeness)
+                   for other, other_words, other_numbers in kept):
+            kept.append((plain, words, numbers))
+            distinct.append(hit)
+    return distinct
 
 
 def _kind(hit: Hit) -> tuple[str, str] | None:
@@ -215,16 +212,20 @@ def _fit(runs: list[list[Hit]], budget: int) -> tuple[list[ContextItem], int]:
     memories were left out. Lines are joined by newlines, which cost nothing, so a block's estimate
     is at most the sum of its lines' (each is rounded up)."""
     shown: list[ContextItem] = []
-    left, dropped = budget, 0
+    left, dropped, cut = budget, 0, False
     for run in runs:
-        item: ContextItem | None = _item(run)
-        if estimate_tokens(item.line) > left:
-            item = _shortened(run, left) if left >= MIN_CUT_TOKENS else None
+        item: ContextItem | None = _item(run) if left else None
+        cost = estimate_tokens(item.line) if item else 0
+        if item is not None and cost > left:
+            # one line is shortened, the one that meets the budget; after it, only whole lines that fit
+            item = _shortened(run, left) if left >= MIN_CUT_TOKENS and not cut else None
+            cost = estimate_tokens(item.line) if item else 0
+            cut = cut or item is not None
         if item is None:
             dropped += len(run)
             continue
         shown.append(item)
-        left -= estimate_tokens(item.line)
+        left -= cost
     return shown, dropped
 
 
