@@ -141,16 +141,16 @@ def _distinct(hits: list[Hit], likeness: float) -> list[Hit]:
     """The hits without those that restate a better-ranked one."""
     from .dedup import restates, words_and_numbers
 
-    kept: list[tuple[str, set[str], list[str]]] = []
+    kept: dict[tuple[str, ...], list[tuple[str, set[str]]]] = {}  # by numbers: a restatement has the same
     distinct = []
     for hit in hits:
         plain = text.plain_text(hit.content)
         words, numbers = words_and_numbers(plain)
-        if not any(plain == other or (likeness < 1 and numbers == other_numbers and
-                                      (words <= other_words or other_words <= words) and
+        same_numbers = kept.setdefault(tuple(numbers), [])
+        if not any(plain == other or (likeness < 1 and (words <= other_words or other_words <= words) and
                                       max(restates(plain, other), restates(other, plain)) >= likeness)
-                   for other, other_words, other_numbers in kept):
-            kept.append((plain, words, numbers))
+                   for other, other_words in same_numbers):
+            same_numbers.append((plain, words))
             distinct.append(hit)
     return distinct
 
