@@ -19,10 +19,12 @@ text (a value some superseded note holds is no candidate: it is the old one). Ea
     confidence = fit × source × entities × coverage × margin
 
 - fit: 1 for the cue's first type, SECONDARY_FIT for its others; a question with no type cue takes
-  the note's `value` only, at UNTYPED_FIT;
+  the note's `value` only, at UNTYPED_FIT, and only when it is put as a question (a question mark,
+  "what", "多少", …): "deploy freeze" is a topic, "what is the deploy freeze date?" a question;
 - source: 1 for the `value` frontmatter, TEXT_SOURCE for a value found in the text;
-- entities: the share of the named entities the note names or links (a note naming none: no candidate);
+- entities: the share of the named entities the note names or links (none: no candidate);
 - coverage: the share of the attribute's words (index terms) the note's title, text and tags hold;
+  for a value found in the text, both count in the note's title and the value's sentence only;
 - margin: a runner-up with another value within AMBIGUITY_MARGIN lowers the best one's confidence,
   to half of it at a tie (two notes that disagree are no confident answer).
 
@@ -85,6 +87,7 @@ QUESTION_WORDS = (
 _CUES = re.compile("|".join(re.escape(c) for c in sorted(TYPE_CUES, key=len, reverse=True)))
 _ASCII_WORD = re.compile(r"[a-z0-9]")
 _LATIN_WORD = re.compile(r"[a-z]+")
+_ASKS = re.compile(r"[?？]|多少|什么|哪|几|吗|是啥|(?<![a-z])(?:what|which|who|whose|where|how)(?![a-z])")
 # stopwords to the index, but what tells "phase one" from "phase two" and "paid" from "not paid"
 _KEPT_WORDS = frozenset("one two three four five six seven eight nine ten first second third last next not no".split())
 _SENTENCE_END = re.compile(r"[。；;！？!?\n]|\.(?:\s|$)")
@@ -133,6 +136,7 @@ class _Question:
     entities: dict[str, set[str]]        # link key -> the names the question gives it
     attribute: frozenset[str]            # index terms of the attribute's own words
     norm: str                            # the whole question, normalised
+    asks: bool                           # it is put as a question (a question mark or word)
 
 
 def ask(vault: Vault, question: str, *, min_confidence: float | None = None, **recall_options: Any) -> Answer:
@@ -193,7 +197,9 @@ def _parse(vault: Vault, question: str) -> _Question:
         norm = re.sub(rf"(?<![a-z0-9]){re.escape(word)}(?![a-z0-9])" if _ASCII_WORD.match(word) else re.escape(word),
                       " ", norm)
     kept = _KEPT_WORDS.intersection(_LATIN_WORD.findall(norm))
-    return _Question(tuple(types), entities, frozenset(text.terms(norm)) | kept, text.normalize(question))
+    whole = text.normalize(question)
+    return _Question(tuple(types), entities, frozenset(text.terms(norm)) | kept, whole,
+                     _ASKS.search(whole) is not None)
 
 
 def _whole(norm: str, start: int, end: int) -> bool:
@@ -232,35 +238,35 @@ def _margin(score: float, rival: float) -> float:
 
 def _candidates(extractor: Extractor, parsed: _Question, hit: Hit) -> list[_Candidate]:
     """The values one note offers for the question, each with its confidence."""
-    entities = _entity_share(parsed, hit)
-    if entities == 0:
-        return []
     now = _written(hit)
     if hit.value:
         typed = hit.type in parsed.types or hit.type in _value_types(extractor)  # a `port` note holds a port
         kind = hit.type if typed else _type_of(extractor, hit.value, now)
-        fit = _fit(parsed.types, kind) if parsed.types else UNTYPED_FIT
+        fit = _fit(parsed.types, kind) if parsed.types else UNTYPED_FIT if parsed.asks else 0.0
         if fit:
-            weight = entities * _coverage(parsed, f"{hit.title} {hit.content}", hit.tags)
-            return [_Candidate(hit.value, kind, fit * weight, "value", hit)]
+            where = f"{hit.title} {hit.content}"
+            weight = _entity_share(parsed, where) * _coverage(parsed, where, hit.tags)
+            return [_Candidate(hit.value, kind, fit * weight, "value", hit)] if weight else []
     if not parsed.types:
         return []
-    shown = text.shown_text(hit.content)
     found = []
-    for value in extractor.extract(shown, now).values:
+    for value in extractor.extract(hit.content, now).values:
         if value.type in parsed.types:
-            # of a text's values, the one the attribute's words stand with: "on leave Nov 3", not "freeze from Nov 10"
-            weight = entities * _coverage(parsed, f"{hit.title} {_sentence(shown, value)}", hit.tags)
-            found.append(_Candidate(value.value, value.type, _fit(parsed.types, value.type) * TEXT_SOURCE * weight,
-                                    "text", hit))
+            # of a text's values, the one the question's words stand with: "Li Wei is on leave Nov 3",
+            # not "deploy freeze from Nov 10" two sentences before it
+            where = f"{hit.title} {_sentence(hit.content, value)}"
+            weight = _entity_share(parsed, where) * _coverage(parsed, where, hit.tags)
+            if weight:
+                found.append(_Candidate(value.value, value.type, _fit(parsed.types, value.type) * TEXT_SOURCE * weight,
+                                        "text", hit))
     return found
 
 
-def _sentence(shown: str, value: Value) -> str:
+def _sentence(body: str, value: Value) -> str:
     """The sentence of a text that holds a value."""
-    starts = [m.end() for m in _SENTENCE_END.finditer(shown, 0, value.start)]
-    end = _SENTENCE_END.search(shown, value.end)
-    return shown[starts[-1] if starts else 0:end.start() if end else len(shown)]
+    starts = [m.end() for m in _SENTENCE_END.finditer(body, 0, value.start)]
+    end = _SENTENCE_END.search(body, value.end)
+    return body[starts[-1] if starts else 0:end.start() if end else len(body)]
 
 
 def _fit(types: tuple[str, ...], kind: str) -> float:
@@ -269,12 +275,13 @@ def _fit(types: tuple[str, ...], kind: str) -> float:
     return 1.0 if kind == types[0] else SECONDARY_FIT
 
 
-def _entity_share(parsed: _Question, hit: Hit) -> float:
-    """The share of the question's entities the note names or links (1 when it names none)."""
+def _entity_share(parsed: _Question, words: str) -> float:
+    """The share of the question's entities the words (a note's title and text) name or link (1 when
+    the question names none)."""
     if not parsed.entities:
         return 1.0
-    note = text.normalize(f"{hit.title} {hit.content}")
-    named = sum(1 for key, names in parsed.entities.items() if key in note or any(n in note for n in names))
+    norm = text.normalize(words)
+    named = sum(1 for key, names in parsed.entities.items() if key in norm or any(n in norm for n in names))
     return named / len(parsed.entities)
 
 
