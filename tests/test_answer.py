@@ -56,6 +56,8 @@ ANSWERABLE = [
     ("What's Zhang San's phone number?", "+86 138 0013 8000"),
     ("阿特拉斯项目的交付截止日期", "2026-11-15"),
     ("What is the email address of 张三?", "zhangsan@xinghe-tech.example.cn"),
+    ("生产集群 CPU 使用率阈值是多少", "CPU>90% 持续5分钟"),   # "使用" is a question word; "率" alone is nothing
+    ("Atlas staging 用的网址是什么", "https://atlas-staging.example.com"),
 ]
 UNANSWERABLE = [
     "what port does staging use",          # no note holds a port

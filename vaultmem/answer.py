@@ -87,6 +87,7 @@ QUESTION_WORDS = (
 _CUES = re.compile("|".join(re.escape(c) for c in sorted(TYPE_CUES, key=len, reverse=True)))
 _ASCII_WORD = re.compile(r"[a-z0-9]")
 _LATIN_WORD = re.compile(r"[a-z]+")
+_LONE_HAN = re.compile(r"(?<![\u4e00-\u9fff])[\u4e00-\u9fff](?![\u4e00-\u9fff])")
 _ASKS = re.compile(r"[?？]|多少|什么|哪|几|吗|是啥|(?<![a-z])(?:what|which|who|whose|where|how)(?![a-z])")
 # stopwords to the index, but what tells "phase one" from "phase two" and "paid" from "not paid"
 _KEPT_WORDS = frozenset("one two three four five six seven eight nine ten first second third last next not no".split())
@@ -196,6 +197,7 @@ def _parse(vault: Vault, question: str) -> _Question:
     for word in sorted(QUESTION_WORDS, key=len, reverse=True):
         norm = re.sub(rf"(?<![a-z0-9]){re.escape(word)}(?![a-z0-9])" if _ASCII_WORD.match(word) else re.escape(word),
                       " ", norm)
+    norm = _LONE_HAN.sub(" ", norm)  # what is left of "使用率" once "使用" went says nothing on its own
     kept = _KEPT_WORDS.intersection(_LATIN_WORD.findall(norm))
     whole = text.normalize(question)
     return _Question(tuple(types), entities, frozenset(text.terms(norm)) | kept, whole,
