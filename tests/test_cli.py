@@ -9,8 +9,8 @@ from vaultmem.cli import app
 
 
 runner = CliRunner()
-COMMANDS = ["init", "remember", "recall", "show", "list", "reindex", "stats", "doctor", "confirm", "entity",
-            "entity add"]
+COMMANDS = ["init", "remember", "recall", "context", "ask", "show", "list", "reindex", "stats", "doctor", "confirm",
+            "entity", "entity add"]
 RESULT_FIELDS = {"action", "id", "path", "title", "supersedes", "type", "value", "score", "status", "tags",
                  "redacted"}
 HIT_FIELDS = {"id", "path", "title", "content", "tags", "source", "lifecycle", "timestamp", "score", "effective",

@@ -18,7 +18,9 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
+    from .answer import Answer
     from .catalog import DoctorReport, Memory
+    from .context import Context, ContextItem
     from .recall import Hit, Query
     from .vault import Vault
     from .write import WriteResult
@@ -26,12 +28,12 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 # Loaded on first use (PEP 562): `import vaultmem` stays cheap, and a write never imports numpy.
-_LAZY = {"DoctorReport": "catalog", "Memory": "catalog", "Hit": "recall", "Query": "recall", "Vault": "vault",
-         "WriteResult": "write"}
+_LAZY = {"Answer": "answer", "Context": "context", "ContextItem": "context", "DoctorReport": "catalog",
+         "Memory": "catalog", "Hit": "recall", "Query": "recall", "Vault": "vault", "WriteResult": "write"}
 
 __all__ = [
-    "AmbiguousNote", "ConfigError", "DoctorReport", "Hit", "Memory", "NoteFormatError", "NoteNotFound",
-    "PolicyViolation", "Query", "UnsafePath", "Vault", "VaultNotFound", "VaultmemError", "WriteConflict",
+    "AmbiguousNote", "Answer", "ConfigError", "Context", "ContextItem", "DoctorReport", "Hit", "Memory",
+    "NoteFormatError", "NoteNotFound", "PolicyViolation", "Query", "UnsafePath", "Vault", "VaultNotFound", "VaultmemError", "WriteConflict",
     "WriteResult", "__version__",
 ]
 

@@ -205,6 +205,70 @@ def recall(
 
 
 @app.command()
+def context(
+    query: Annotated[str, typer.Argument(help="What the prompt is about (free text, any language).")],
+    budget: Annotated[int, typer.Option("--budget", "-b", min=1, help="Token budget of the block.")] = 800,
+    tag: TagOpt = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", "-k", min=1,
+                                                 help="Memories recalled to choose from (default 30).")] = None,
+    source: Annotated[Optional[str], typer.Option(help="Only from this source.")] = None,
+    namespace: Annotated[Optional[str], typer.Option(help="Only this namespace.")] = None,
+    refresh: Annotated[bool, typer.Option(help="Re-read notes changed on disk first.")] = True,
+    vault: VaultOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Weave the memories for a query into labelled lines that fit a token budget, for a prompt.
+
+    \b
+    Example:
+      vaultmem context "张三的合同" --budget 400
+      - [from finance-bot, 2026-10-14] 客户 老张 续签后新的合同编号是 CT2024-0876 …
+    """
+    v = _refreshed(vault, refresh)
+    found = v.context(query, budget, tags=tag or [], limit=limit, source=source, namespace=namespace)
+    if json_out:
+        print_json(found.to_dict())
+        return
+    say(found.text or "No memories match.")
+    say(f"({found.tokens} of {found.budget} tokens; {found.dropped} memories left out)", err=True)
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="A question about an entity's attribute.")],
+    min_confidence: Annotated[Optional[float], typer.Option(
+        min=0.0, max=1.0, help="Answer only at this confidence or above (default 0.6).")] = None,
+    refresh: Annotated[bool, typer.Option(help="Re-read notes changed on disk first.")] = True,
+    vault: VaultOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Answer a question from the value a note holds, with its confidence and note; exit 0 also
+    when no answer is confident ("no confident answer"; --json lists the best candidates).
+
+    \b
+    Example:
+      vaultmem ask "张三的合同编号是多少"
+      CT2024-0876  (confidence 0.95, 客户张三合同编号 CT2024-0876, 01M4VZM6H0TGH81P9ENBTTGEQN)
+    """
+    v = _refreshed(vault, refresh)
+    found = v.ask(question, min_confidence=min_confidence)
+    if json_out:
+        print_json(found.to_dict())
+    elif found.answered:
+        say(f"{found.answer}  (confidence {found.confidence:.2f}, {found.title}, {found.id})")
+    else:
+        say(f"no confident answer: {found.reason}")
+
+
+def _refreshed(vault: Path | None, refresh: bool):
+    """The vault, rescanned first (without waiting out another writer) when asked and configured."""
+    v = open_vault(vault)
+    if refresh and v.config["index"]["auto_refresh"]:
+        v.refresh(wait=False)
+    return v
+
+
+@app.command()
 def show(ref: Annotated[str, typer.Argument(help="An id, a vault path or a note title.")],
          vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
     """Show one note by id, path or title."""

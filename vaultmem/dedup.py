@@ -39,6 +39,13 @@ def sketch_keys(plain: str) -> list[int]:
     return keys
 
 
+def words_and_numbers(plain: str) -> tuple[set[str], list[str]]:
+    """A text's distinct words and its numbers in order: a restatement has the numbers of the text it
+    restates and no word that text lacks (see restates), so a caller comparing many texts pairwise
+    can rule most pairs out with these first."""
+    return set(_WORD.findall(plain)), _NUMBER.findall(plain)
+
+
 def restates(new_plain: str, old_plain: str) -> float:
     """How alike a new memory is to an old one it may repeat (0..1, rapidfuzz's normalised Indel
     ratio of their `text.plain_text`), or 0 when the new one says something the old one does not.

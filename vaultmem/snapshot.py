@@ -356,9 +356,14 @@ def _entity_names(entities: list[tuple[str, str]]) -> dict[str, list[tuple[str, 
 
 def named_entities(buckets: dict[str, list[tuple[str, str]]], query_norm: str) -> list[str]:
     """Link keys of the entities a normalised query names, in order of appearance, each once."""
-    found: list[str] = []
+    return list(dict.fromkeys(key for _, _, key in entity_mentions(buckets, query_norm)))
+
+
+def entity_mentions(buckets: dict[str, list[tuple[str, str]]], query_norm: str) -> list[tuple[int, str, str]]:
+    """(where, name, link key) of every entity name or alias a normalised query holds, in order."""
+    found = []
     for i in range(len(query_norm) - 1):
         for name, key in buckets.get(query_norm[i:i + 2], ()):
-            if query_norm.startswith(name, i) and key not in found:
-                found.append(key)
+            if query_norm.startswith(name, i):
+                found.append((i, name, key))
     return found

@@ -23,6 +23,7 @@ __all__ = [
     "normalize",
     "normalize_tag",
     "query_terms",
+    "shown_text",
     "stem",
     "terms",
 ]
@@ -183,6 +184,12 @@ def plain_text(text: str) -> str:
     if "*" in plain or "_" in plain:
         plain = _EMPHASIS.sub("", plain)
     return " ".join(plain.split())
+
+
+def shown_text(text: str) -> str:
+    """Return a note's content as a reader sees it on one line: wikilinks reduced to their shown
+    text, whitespace collapsed, case and width kept (for prompts and answers, not for matching)."""
+    return " ".join(_WIKILINK.sub(_link_text, text.replace("![[", "[[")).split())
 
 
 def fingerprint(text: str) -> str:

@@ -405,6 +405,20 @@ class Vault:
 
         return recall(self, Query(text=query, **options))
 
+    def context(self, query: str, budget_tokens: int = 800, **recall_options: Any):
+        """The memories for a query woven into labelled lines that fit a prompt's token budget
+        (a context.Context: `.text` is the block). Options are those of recall()."""
+        from .context import weave
+
+        return weave(self, query, budget_tokens, **recall_options)
+
+    def ask(self, question: str, **options: Any):
+        """A direct answer from the value a note holds, or a declined one below the confidence
+        threshold (an answer.Answer). Options: min_confidence, and those of recall()."""
+        from .answer import ask
+
+        return ask(self, question, **options)
+
     def get(self, ref: str):
         """The memory named by id, vault path or title (a catalog.Memory)."""
         from .catalog import memory_from_row, read_meta
