@@ -49,3 +49,11 @@ def test_write_benchmark_smoke_leaves_no_secret_and_no_duplicate(tmp_path):
         assert isinstance(figures[key], (int, float)) and figures[key] > 0, key
     assert figures["secrets_planted"] >= 8 and figures["secrets_on_disk"] == 0
     assert figures["duplicate_groups"] > 0 and figures["duplicates_left"] == 0
+
+
+def test_agent_benchmark_smoke_times_every_turn(tmp_path):
+    figures = smoke("agent.py", tmp_path / "agent.json")
+    assert figures["turns"] == 150 and figures["prefetch_call"] in ("context", "recall")
+    for key in ("remember_p50_ms", "remember_p99_ms", "prefetch_p50_ms", "prefetch_p99_ms", "last_over_first",
+                "nowrite_prefetch_p50_ms"):
+        assert isinstance(figures[key], (int, float)) and figures[key] > 0, key

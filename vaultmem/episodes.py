@@ -28,8 +28,10 @@ __all__ = ["DayPlan", "EpisodeLine", "append_episodes", "index_planned", "plan_d
 
 HEADING = "## vaultmem"
 RETRIES = 5
-_OWN_HEADING = re.compile(r"[ ]{0,3}##[ \t]+vaultmem[ \t]*#*[ \t]*", re.IGNORECASE)
-_SECTION_END = re.compile(r"[ ]{0,3}#{1,2}(?:[ \t]|$)")  # a heading of level 1 or 2 ends the section
+_KNOWN_DAYS = 4  # day notes whose last record a process keeps (today's, and a batch's few days)
+# whole lines of the note (MULTILINE): a line's end may carry carriage returns before its line break
+_OWN_HEADING = re.compile(r"^[ ]{0,3}##[ \t]+vaultmem[ \t]*#*[ \t]*\r*$", re.IGNORECASE | re.MULTILINE)
+_SECTION_END = re.compile(r"^[ ]{0,3}#{1,2}(?:[ \t]|\r*$)", re.MULTILINE)  # a heading of level 1 or 2 ends it
 _LINE_BREAK = re.compile(r"(?<=\n)")
 
 
@@ -48,11 +50,12 @@ class EpisodeLine:
 
 
 def append_episodes(vault: Vault, lines: Iterable[EpisodeLine], *, durable: bool = True,
-                    index: bool = True) -> list[str]:
+                    records: dict[str, Record] | None = None) -> list[str]:
     """Append each line to episodes/YYYY-MM-DD.md under the `## vaultmem` heading; one read+write per day file.
 
-    Lines already in a day note are skipped, so re-running a batch changes nothing. With index
-    False the caller indexes the day notes written (a batch does, with its memories, in one go).
+    Lines already in a day note are skipped, so re-running a batch changes nothing. With `records`
+    the caller indexes the day notes written (a write does, with its memories, in one go): their
+    records are put there.
 
     Returns:
         The vault-relative paths of the day notes written, in the order of their first line.
@@ -60,10 +63,13 @@ def append_episodes(vault: Vault, lines: Iterable[EpisodeLine], *, durable: bool
         WriteConflict: a day note kept changing on disk through every retry.
         NoteFormatError: a day note is not UTF-8 text (it is left untouched).
     """
-    written = [path for path, day, rendered in _days(vault, lines) if _append_day(vault, path, day, rendered, durable)]
-    if written and index:
-        vault.index.upsert([vault.record_for(path) for path in written])
-    return [vault.relpath(path) for path in written]
+    written = [rec for path, day, rendered in _days(vault, lines)
+               if (rec := _append_day(vault, path, day, rendered, durable)) is not None]
+    if records is None:
+        vault.index.upsert(written)
+    else:
+        records.update((rec.path, rec) for rec in written)
+    return [rec.path for rec in written]
 
 
 @dataclass(frozen=True)
@@ -88,7 +94,7 @@ def plan_days(vault: Vault, lines: Iterable[EpisodeLine], *, strict: bool = True
     plans = []
     for path, day, rendered in _days(vault, lines):
         try:
-            content, sha = _next_text(vault, path, day, rendered)
+            content, sha, _ = _next_text(vault, path, day, rendered)
         except NoteFormatError:
             if not strict:
                 return []
@@ -147,32 +153,54 @@ def _local(when: dt.datetime) -> dt.datetime:
     return when.astimezone() if when.tzinfo is None else when
 
 
-def _append_day(vault: Vault, path: Path, day: dt.date, lines: list[str], durable: bool) -> bool:
-    """Add the lines missing from one day note, re-reading it while someone else saves it; False if none were."""
+def _append_day(vault: Vault, path: Path, day: dt.date, lines: list[str], durable: bool) -> Record | None:
+    """Add the lines missing from one day note, re-reading it while someone else saves it; returns
+    the record of its new text (None if no line was missing)."""
     for _ in range(RETRIES):
-        content, sha = _next_text(vault, path, day, lines)
+        content, sha, current = _next_text(vault, path, day, lines)
         if content is None:
-            return False
+            return None
         path.parent.mkdir(parents=True, exist_ok=True)
+        data = content.encode("utf-8")
         try:
-            vault.write_text(path, content, expected_sha=sha, durable=durable)
+            st = vault.write_text(path, data, expected_sha=sha, durable=durable)
         except WriteConflict:
             continue  # created or saved by someone else since it was read: their text wins, append again
-        return True
+        return _day_record(vault, path, sha, current, content, data, (st.st_mtime_ns, st.st_size))
     raise WriteConflict(path)
 
 
-def _next_text(vault: Vault, path: Path, day: dt.date, lines: list[str]) -> tuple[str | None, str | None]:
+def _day_record(vault: Vault, path: Path, sha: str | None, current: str, content: str, data: bytes,
+                stat: tuple[int, int]) -> Record:
+    """The index record of a day note just written: from the record of the text it replaced when
+    this process made that one and the lines went at the end (records.appended_record), else parsed."""
+    from .records import appended_record, build_record
+
+    known: dict[str, Record] = vault.reused("day_records", None, dict)
+    rel = vault.relpath(path)
+    like = known.pop(rel, None)
+    rec = None
+    if like is not None and like.sha == sha and current.endswith("\n") and content.startswith(current):
+        rec = appended_record(like, data, content[len(current):], stat)
+    if rec is None:
+        rec = build_record(data, rel, *vault.kind_of(path), stat, vault.config["defaults"])
+    if len(known) >= _KNOWN_DAYS:
+        known.clear()
+    known[rel] = rec
+    return rec
+
+
+def _next_text(vault: Vault, path: Path, day: dt.date, lines: list[str]) -> tuple[str | None, str | None, str]:
     """(the day note's text with the lines added, hash of its current bytes or None if it does not
-    exist); the text is None when every line is already there. A day note caught mid-save (empty)
-    is read again first (Vault.read_current)."""
+    exist, its current text); the new text is None when every line is already there. A day note
+    caught mid-save (empty) is read again first (Vault.read_current)."""
     try:
         data = vault.read_current(path)
     except FileNotFoundError:
-        return new_day_note(day, lines), None
+        return new_day_note(day, lines), None, ""
     current = _decode(data, path)
     content = with_lines(current, lines)
-    return (None if content == current else content), content_hash(data)
+    return (None if content == current else content), content_hash(data), current
 
 
 def _decode(data: bytes, path: Path) -> str:
@@ -192,33 +220,44 @@ def with_lines(note: str, lines: list[str]) -> str:
 
     Every other character of the note is kept; the note's own line ending is used.
     """
-    rows = _LINE_BREAK.split(note)  # each with its line break, so joining them gives the note back
-    present = {row.rstrip("\r\n").strip() for row in rows}
-    fresh = [line for line in lines if line not in present]
+    fresh = _missing(note, lines)
     if not fresh:
         return note
     newline = "\r\n" if "\r\n" in note else "\n"
     added = "".join(line + newline for line in fresh)
-    at = _section_end(rows)
+    at = _section_end(note)
     if at is None:
         return _terminated(note, newline) + _separator(note, newline) + HEADING + newline + added
-    head = _terminated("".join(rows[:at]), newline)
-    return head + added + "".join(rows[at:])
+    return _terminated(note[:at], newline) + added + note[at:]
 
 
-def _section_end(rows: list[str]) -> int | None:
-    """The row after the last non-blank row of the `## vaultmem` section, or None without one."""
-    start = next((i for i, row in enumerate(rows) if _OWN_HEADING.fullmatch(row.rstrip("\r\n"))), None)
-    if start is None:
+def _missing(note: str, lines: list[str]) -> list[str]:
+    """The lines no line of the note is (blanks around it aside), in order.
+
+    A line found nowhere in the text is missing for sure (a search in C): the note is split into
+    its lines only when one may be there, since a day note grows by a line per memory.
+    """
+    if all(line not in note for line in lines):
+        return list(lines)
+    present = {row.rstrip("\r\n").strip() for row in _LINE_BREAK.split(note)}
+    return [line for line in lines if line not in present]
+
+
+def _section_end(note: str) -> int | None:
+    """Where the `## vaultmem` section's last non-blank line ends (after its line break), or None
+    without the section. Found by searching the text, not by walking its lines one by one."""
+    heading = _OWN_HEADING.search(note)
+    if heading is None:
         return None
-    end = start + 1
-    for i in range(start + 1, len(rows)):
-        row = rows[i].rstrip("\r\n")
-        if _SECTION_END.match(row):
-            break
-        if row.strip():
-            end = i + 1
-    return end
+    start = note.find("\n", heading.end())
+    start = len(note) if start < 0 else start + 1
+    following = _SECTION_END.search(note, start)
+    stop = len(note) if following is None else following.start()
+    last = len(note[start:stop].rstrip())
+    if not last:
+        return start
+    end = note.find("\n", start + last - 1)
+    return stop if end < 0 or end >= stop else end + 1
 
 
 def _terminated(text: str, newline: str) -> str:

@@ -421,35 +421,52 @@ class Index(Sidecar):
         version = self._meta(conn, "version", "0") + ":" + self._meta(conn, "generation", "0")
         with self._lock:
             if self._snapshot is None or version != self._snapshot_version:
-                self._snapshot = self._load(conn)
+                self._snapshot = self._load(conn, self._snapshot)
                 self._snapshot_version = version
             return self._snapshot
 
-    def _load(self, conn: sqlite3.Connection) -> Snapshot:
+    def _load(self, conn: sqlite3.Connection, prev: Snapshot | None = None) -> Snapshot:
+        """Read the index; from `prev` (the snapshot loaded before) only what changed since, while
+        its generation is still the current one."""
         import numpy as np
 
-        from .snapshot import COLUMNS, load_snapshot
+        from .snapshot import COLUMNS, advance_snapshot, load_snapshot
 
+        rows_since = (f"SELECT d.doc, d.terms, {', '.join('n.' + c for c in COLUMNS)} "
+                      "FROM delta d JOIN notes n USING (doc) WHERE d.doc >= ? ORDER BY d.doc")
         missing_in = None
         for _ in range(3):
             with transaction(conn, "BEGIN"):
                 generation = self._meta(conn, "generation", "")
                 n_base = int(self._meta(conn, "n_base", "0"))
                 next_doc = int(self._meta(conn, "next_doc", "0"))
+                folder = self.cache_dir / f"gen-{generation}" if generation else None
+                grows = prev is not None and folder is not None and self._same_generation(prev, folder, n_base, next_doc)
                 tombs = np.fromiter((r[0] for r in conn.execute("SELECT doc FROM tomb")), dtype=np.int64)
-                delta = conn.execute(
-                    f"SELECT d.doc, d.terms, {', '.join('n.' + c for c in COLUMNS)} "
-                    "FROM delta d JOIN notes n USING (doc) ORDER BY d.doc").fetchall()
+                in_delta = {doc for (doc,) in conn.execute("SELECT doc FROM delta")} if grows else set()
+                delta = conn.execute(rows_since, (prev.size if grows else 0,)).fetchall()
                 access = conn.execute("SELECT n.doc, a.uses, a.last FROM access a JOIN notes n ON n.id = a.id").fetchall()
                 entities = conn.execute("SELECT title, aliases FROM notes WHERE kind = 'entity'").fetchall()
+            if grows:
+                return advance_snapshot(prev, next_doc, tombs, in_delta, delta, access, entities)
             try:
-                return load_snapshot(self.cache_dir / f"gen-{generation}" if generation else None, n_base,
-                                     next_doc, tombs, delta, access, entities, int(generation or 0))
+                return load_snapshot(folder, n_base, next_doc, tombs, delta, access, entities, int(generation or 0), prev)
             except FileNotFoundError as exc:
                 if generation == missing_in:
                     raise IndexDamaged(f"gen-{generation}: {os.path.basename(exc.filename)} is missing") from None
                 missing_in = generation  # a compaction may have switched generations while we read: read again
         raise RuntimeError("the index kept changing while it was being read")
+
+    @staticmethod
+    def _same_generation(prev: Snapshot, folder: Path, n_base: int, next_doc: int) -> bool:
+        """Whether prev was read from this generation (same folder, not one a rebuild wrote anew)."""
+        from .snapshot import generation_stamp
+
+        try:
+            stamp = generation_stamp(folder)
+        except FileNotFoundError:
+            return False
+        return (prev.generation, prev.stamp, prev.n_base) == (int(folder.name[4:]), stamp, n_base) and next_doc >= prev.size
 
     @heals
     def check(self) -> list[str]:

@@ -8,7 +8,7 @@ import math
 import os
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import text
@@ -227,8 +227,11 @@ def _fill_from_note(rec: Record, meta: dict[str, Any], body: str, tags: list[str
     rec.episode = _str(meta.get("episode"))
     rec.tags, rec.aliases, rec.links = tags, aliases, links
     rec.body = body
-    plain = text.plain_text(body) if plain is None else plain
-    rec.fp = text.digest(plain)
+    if rec.kind == "episode":  # a day note is never a memory's duplicate: no fingerprint, no pass over its whole day
+        plain = ""
+    else:
+        plain = text.plain_text(body) if plain is None else plain
+        rec.fp = text.digest(plain)
     rec.terms = index_terms(rec) if like is None else amended_terms(like, rec)
     return plain
 
@@ -285,6 +288,33 @@ def amended_terms(like: Record, rec: Record) -> Counter:
     if (like.title, like.body, like.value, like.aliases) != (rec.title, rec.body, rec.value, rec.aliases):
         return index_terms(rec)
     return _swapped(like.terms, _tag_and_link_terms(like), _tag_and_link_terms(rec))
+
+
+def appended_record(like: Record, data: bytes, added: str, stat: tuple[int, int]) -> Record | None:
+    """The record of a day note that is `like`'s note with whole lines `added` at its end (`data`: its
+    bytes now), worked out from `like` without parsing the day again; None when that is not exact
+    (code or a #tag involved, a note that did not parse): then the caller parses it.
+
+    Exact as amended_terms is: the terms of the text the lines join are the old terms plus theirs.
+    The day grows by a line a memory: parsing it whole made each remember cost more than the last.
+    """
+    from .note import extract_links
+
+    if like.kind != "episode" or like.error or (like.body and not like.body.endswith("\n")):
+        return None
+    if "#" in added or "`" in added or "~~~" in added or "`" in like.body or "~~~" in like.body:
+        return None  # a tag changes the tag terms; code hides what it holds (and may start before the lines)
+    known = set(like.links)
+    links = [link for link in extract_links(added) if link not in known]
+    terms = Counter(like.terms)
+    terms.update(text.terms(added))
+    terms.update(map(_link_term, links))
+    body = like.body + added
+    terms.pop(QUESTION_TERM, None)
+    if body.rstrip().endswith(("?", "？")):
+        terms[QUESTION_TERM] = 1
+    return replace(like, mtime_ns=stat[0], size=stat[1], sha=content_hash(data), body=body,
+                   links=[*like.links, *links], terms=terms)
 
 
 def _tag_and_link_terms(rec: Record) -> list[str]:

@@ -23,6 +23,7 @@ CATEGORICAL = ("kind", "status", "lifecycle", "namespace", "source", "type", "tr
 COLUMNS = NUMERIC + CATEGORICAL
 _EMPTY_DOCS = np.zeros(0, dtype=np.uint32)
 _EMPTY_TF = np.zeros(0, dtype=np.uint16)
+_MEMO_TERMS = 4096  # delta terms a snapshot keeps the postings of
 
 
 def _numbering(known: dict[str, int]) -> dict[str, int]:
@@ -182,7 +183,12 @@ class Snapshot:
     last_use: np.ndarray
     entities: dict[str, list[tuple[str, str]]]
     base: _Generation | None
-    delta: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    # the delta's documents in order, each with its term counts as stored (text): a query looks its few
+    # terms up in them, so a write costs the next snapshot one new row, not a rebuilt inverted index
+    delta: list[tuple[int, dict[str, str]]] = field(default_factory=list)
+    n_base: int = 0
+    stamp: tuple = ()  # the generation folder's identity (a rebuild may reuse its number)
+    entity_rows: list[tuple[str, str]] = field(default_factory=list)  # what `entities` was made from
     memo: dict = field(default_factory=dict)  # values derived from the snapshot, computed once
 
     def __post_init__(self) -> None:
@@ -203,7 +209,7 @@ class Snapshot:
                 a, b = self.base.post_off[i], self.base.post_off[i + 1]
                 parts_d.append(self.base.post_doc[a:b])
                 parts_t.append(self.base.post_tf[a:b])
-        extra = self.delta.get(term)
+        extra = self._delta_postings(term) if self.delta else None
         if extra is not None:
             parts_d.append(extra[0])
             parts_t.append(extra[1])
@@ -213,6 +219,19 @@ class Snapshot:
             return parts_d[0], parts_t[0]
         return np.concatenate(parts_d), np.concatenate(parts_t)
 
+    def _delta_postings(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """(docs, tf) of a term in the delta, None when no delta document has it (memoised)."""
+        memo = self.memo.setdefault("delta_postings", {})
+        if term in memo:
+            return memo[term]
+        if len(memo) > _MEMO_TERMS:
+            memo.clear()
+        hits = [(doc, terms[term]) for doc, terms in self.delta if term in terms]
+        found = memo[term] = (np.array([doc for doc, _ in hits], dtype=np.uint32),
+                              np.minimum(np.array([int(tf) for _, tf in hits]), 65535).astype(np.uint16)
+                              ) if hits else None
+        return found
+
     def code(self, column: str, value: str) -> int:
         """The code of a categorical value, or -1 when no note has it."""
         try:
@@ -220,6 +239,11 @@ class Snapshot:
         except ValueError:
             return -1
 
+
+def generation_stamp(folder: Path) -> tuple:
+    """What tells one generation folder from another of the same number: a rebuild writes a new one."""
+    st = os.stat(folder)
+    return (st.st_ino, st.st_mtime_ns)
 
 
 def _load_generation(folder: Path, n_docs: int | None = None
@@ -276,32 +300,50 @@ def _read_generation(folder: Path) -> tuple[_Generation, dict[str, np.ndarray], 
 
 
 def load_snapshot(folder: Path | None, n_base: int, next_doc: int, tombs: np.ndarray, delta_rows: list[tuple],
-                  access: list[tuple], entities: list[tuple[str, str]], generation: int) -> Snapshot:
-    """Assemble a snapshot from a generation folder and the delta rows read in the same transaction.
+                  access: list[tuple], entities: list[tuple[str, str]], generation: int,
+                  prev: Snapshot | None = None) -> Snapshot:
+    """Assemble a snapshot from a generation folder and the delta rows read in the same transaction
+    (`prev`: the snapshot loaded before, whose entity names are kept if no entity changed).
 
     Each delta row is (doc, encoded terms, *COLUMNS values).
     """
     size = max(next_doc, n_base)
     base, cols, vocab = None, {}, {name: [] for name in CATEGORICAL}
+    stamp: tuple = ()
     if folder is not None:
         base, cols, vocab = _load_generation(folder, n_base)
-    live = np.zeros(size, dtype=bool)
-    live[:n_base] = True
-    if len(tombs):
-        live[tombs[tombs < size]] = False
+        stamp = generation_stamp(folder)
     score = _extend(cols.get("score"), size, np.float32)
     ts = _extend(cols.get("ts"), size, np.float64)
     doclen = _extend(cols.get("doclen"), size, np.float32)
     codes = {name: _extend(cols.get(f"cat_{name}"), size, np.int32) for name in CATEGORICAL}
     vocab = {name: list(vocab.get(name, [])) for name in CATEGORICAL}
-    delta = _load_delta(delta_rows, live, score, ts, doclen, codes, vocab)
-    uses = np.zeros(size, dtype=np.float32)
-    last_use = np.zeros(size, dtype=np.float64)
-    for doc, count, last in access:
-        if doc < size:
-            uses[doc], last_use[doc] = count, last
-    names = _entity_names(entities)
-    return Snapshot(generation, live, score, ts, codes, vocab, doclen, uses, last_use, names, base, delta)
+    delta = _load_delta(delta_rows, score, ts, doclen, codes, vocab)
+    live = _live(size, n_base, tombs, delta)
+    uses, last_use = _uses(access, size)
+    return Snapshot(generation, live, score, ts, codes, vocab, doclen, uses, last_use, _names(entities, prev), base,
+                    delta, n_base, stamp, entities)
+
+
+def advance_snapshot(prev: Snapshot, next_doc: int, tombs: np.ndarray, in_delta: set[int], new_rows: list[tuple],
+                     access: list[tuple], entities: list[tuple[str, str]]) -> Snapshot:
+    """The snapshot after writes within prev's generation: the delta documents still in the delta
+    (`in_delta`) are kept, the others dropped, and only the rows added since (`new_rows`, every doc
+    past prev's) are read; equal to load_snapshot of the same state.
+    """
+    size = max(next_doc, prev.n_base)
+    kept = [item for item in prev.delta if item[0] in in_delta]
+    gone = np.array([doc for doc, _ in prev.delta if doc not in in_delta], dtype=np.int64)
+    score, ts, doclen = (_extend(a, size, a.dtype) for a in (prev.score, prev.ts, prev.doclen))
+    codes = {name: _extend(column, size, np.int32) for name, column in prev.codes.items()}
+    for column in (score, ts, doclen, *codes.values()):
+        column[gone] = 0  # as a fresh load leaves a slot no row fills
+    vocab = {name: list(values) for name, values in prev.vocab.items()}
+    delta = kept + _load_delta(new_rows, score, ts, doclen, codes, vocab)
+    live = _live(size, prev.n_base, tombs, delta)
+    uses, last_use = _uses(access, size)
+    return Snapshot(prev.generation, live, score, ts, codes, vocab, doclen, uses, last_use, _names(entities, prev),
+                    prev.base, delta, prev.n_base, prev.stamp, entities)
 
 
 def _extend(column: np.ndarray | None, size: int, dtype) -> np.ndarray:
@@ -311,11 +353,33 @@ def _extend(column: np.ndarray | None, size: int, dtype) -> np.ndarray:
     return out
 
 
-def _load_delta(rows, live, score, ts, doclen, codes, vocab) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    postings: dict[str, tuple[list[int], list[int]]] = {}
+def _live(size: int, n_base: int, tombs: np.ndarray, delta: list[tuple[int, dict[str, str]]]) -> np.ndarray:
+    """The generation's documents but the tombstoned ones, and the delta's."""
+    live = np.zeros(size, dtype=bool)
+    live[:n_base] = True
+    if len(tombs):
+        live[tombs[tombs < size]] = False
+    live[np.fromiter((doc for doc, _ in delta), dtype=np.int64, count=len(delta))] = True
+    return live
+
+
+def _uses(access: list[tuple], size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Folded use counts and last use times per document, from (doc, uses, last) rows."""
+    uses = np.zeros(size, dtype=np.float32)
+    last_use = np.zeros(size, dtype=np.float64)
+    if access:
+        rows = np.array(access, dtype=np.float64)
+        docs = rows[:, 0].astype(np.int64)
+        inside = docs < size
+        uses[docs[inside]], last_use[docs[inside]] = rows[inside, 1], rows[inside, 2]
+    return uses, last_use
+
+
+def _load_delta(rows, score, ts, doclen, codes, vocab) -> list[tuple[int, dict[str, str]]]:
+    """Fill the columns of the delta rows' documents; returns each one's term counts (doc order)."""
+    docs = []
     lookups = {name: {v: i for i, v in enumerate(vocab[name])} for name in CATEGORICAL}
     for doc, blob, *values in rows:
-        live[doc] = True
         row = dict(zip(COLUMNS, values))
         score[doc] = row["score"] or 0.0
         ts[doc] = row["ts"] or 0.0
@@ -325,18 +389,15 @@ def _load_delta(rows, live, score, ts, doclen, codes, vocab) -> dict[str, tuple[
                 lookups[name][value] = len(vocab[name])
                 vocab[name].append(value)
             codes[name][doc] = lookups[name][value]
-        total = 0
-        for line in blob.split("\n"):
-            if not line:
-                continue
-            term, _, tf = line.rpartition("\t")
-            entry = postings.setdefault(term, ([], []))
-            entry[0].append(doc)
-            entry[1].append(int(tf))
-            total += int(tf)
-        doclen[doc] = total
-    return {t: (np.array(d, dtype=np.uint32), np.minimum(np.array(f), 65535).astype(np.uint16))
-            for t, (d, f) in postings.items()}
+        terms, counts = split_terms(blob)
+        doclen[doc] = sum(map(int, counts))
+        docs.append((doc, dict(zip(terms, counts))))
+    return docs
+
+
+def _names(entities: list[tuple[str, str]], prev: Snapshot | None) -> dict[str, list[tuple[str, str]]]:
+    """The entity name buckets, those of prev when its entities are the same."""
+    return prev.entities if prev is not None and prev.entity_rows == entities else _entity_names(entities)
 
 
 def _entity_names(entities: list[tuple[str, str]]) -> dict[str, list[tuple[str, str]]]:

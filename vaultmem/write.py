@@ -551,7 +551,7 @@ class Writer:
             for job in day_jobs:
                 job.cancel()
             lines = [EpisodeLine(e.when, renamed.get(e.title, e.title), e.source) for e in self._episodes]
-            for rel in append_episodes(self.vault, lines, durable=self.durable, index=False):
+            for rel in append_episodes(self.vault, lines, durable=self.durable, records=days):
                 self._changed[rel] = None
         # an early row moves to the name the note was written under, or gets its file's stat if that is
         # not the one it was indexed with (the files are stamped with it as they are created)
