@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from recall import _environment, _machine, _percentile  # noqa: E402
+from recall import _environment, _machine, _percentile, write_figures  # noqa: E402
 
 KEYS = ("remember_p50_ms", "remember_p99_ms", "prefetch_p50_ms", "prefetch_p99_ms", "last_over_first",
         "nowrite_prefetch_p50_ms")
@@ -189,8 +189,7 @@ def run_benchmark(args: argparse.Namespace) -> dict:
         else:
             shutil.rmtree(workdir, ignore_errors=True)
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_figures(args.json, result)
     return result
 
 

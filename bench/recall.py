@@ -448,9 +448,14 @@ def run_benchmark(args: argparse.Namespace) -> dict:
         else:
             shutil.rmtree(workdir, ignore_errors=True)
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_figures(args.json, result)
     return result
+
+
+def write_figures(path: str, figures: dict) -> None:
+    """Write a bench's figures as indented JSON (its folder made if need be)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(figures, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
