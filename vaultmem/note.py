@@ -18,8 +18,8 @@ from vaultmem.plainyaml import (ASK_YAML, INDICATORS, STR_TAG, bounded, error_at
                                 yaml_tag)
 from vaultmem.text import LazyPattern
 
-__all__ = ["DELETE", "Note", "extract_inline_tags", "extract_links", "fast_meta", "parse_note", "render_new",
-           "update_fields"]
+__all__ = ["DELETE", "Note", "extract_inline_tags", "extract_links", "fast_meta", "has_frontmatter", "parse_note",
+           "render_new", "update_fields"]
 
 
 class _Delete:
@@ -150,6 +150,12 @@ def _decode(data: str | bytes, path: Path | None) -> str:
     if "\x00" in text:
         raise NoteFormatError(path, None, _NOT_TEXT)
     return text
+
+
+def has_frontmatter(text: str) -> bool:
+    """Whether a note's text opens a frontmatter block and closes it, as parse_note reads them."""
+    opening = _OPEN.match(text)
+    return opening is not None and _CLOSE.search(text, opening.end() - 1) is not None
 
 
 def _split(text: str, path: Path | None) -> tuple[int, int, int] | None:

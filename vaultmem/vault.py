@@ -72,9 +72,10 @@ _pause = time.sleep  # (a test makes the save land here)
 
 
 def framed(data: bytes) -> bool:
-    """Whether a note's bytes hold a whole frontmatter block: an opening and a closing '---' line."""
-    text = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
-    return text.startswith(b"---") and (b"\n---\n" in text or b"\n---\r\n" in text or text.rstrip().endswith(b"\n---"))
+    """Whether a note's bytes hold a whole frontmatter block, opened and closed (note.has_frontmatter)."""
+    from .note import has_frontmatter
+
+    return has_frontmatter(data.decode("utf-8", "replace"))
 
 
 def _mid_save(data: bytes, known_sha: str | None) -> bool:
