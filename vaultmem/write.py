@@ -384,7 +384,7 @@ class Writer:
     def _finish_supersede(self, known: _Known) -> None:
         """A note found again that supersedes one still active: a write killed (or failed) between
         creating it and marking the old one finishes now, on its retry."""
-        from .note import parse_note
+        from .note import extract_links, parse_note
 
         if known.path in self._pending or known.status != "active":
             return
@@ -392,11 +392,11 @@ class Writer:
             target = parse_note((self.vault.root / known.path).read_bytes(), known.path).meta.get("supersedes")
         except (OSError, VaultmemError):
             return
-        if not isinstance(target, str) or not target.startswith("[[") or not target.endswith("]]"):
+        titles = extract_links(target) if isinstance(target, str) else []
+        if not titles:
             return
-        title = target[2:-2].split("|")[0].split("#")[0]
         rows = self.vault.index.select_notes("title = ? AND +kind = 'memory' AND status = 'active' AND path != ?",
-                                             (title, known.path), columns=_KNOWN_COLUMNS)
+                                             (titles[0], known.path), columns=_KNOWN_COLUMNS)
         for row in rows:
             if self._on_disk(row["path"]):
                 old = self._remember_row(row)
@@ -422,7 +422,8 @@ class Writer:
         plain = draft.plain
 
         def edit(meta: dict[str, Any], body: str) -> tuple[dict[str, Any], str | None]:
-            score = min(10.0, max(note_score(meta.get("score")), draft.meta["score"]) + float(self.settings["merge_bonus"]))
+            score = min(10.0, max(note_score(meta.get("score")), draft.meta["score"]) +
+                        float(self.settings["merge_bonus"]))
             when = meta.get("timestamp")
             changes = {"score": round(score, 2), "tags": union(meta.get("tags") or [], draft.meta["tags"]),
                        "version": _bump_version(meta.get("version"), self.vault.device)}
