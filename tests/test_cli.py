@@ -9,7 +9,7 @@ from vaultmem.cli import app
 
 
 runner = CliRunner()
-COMMANDS = ["init", "remember", "recall", "context", "ask", "show", "list", "reindex", "stats", "doctor", "confirm",
+COMMANDS = ["init", "remember", "recall", "context", "ask", "show", "list", "reindex", "stats", "doctor", "confirm", "mcp",
             "entity", "entity add"]
 RESULT_FIELDS = {"action", "id", "path", "title", "supersedes", "type", "value", "score", "status", "tags",
                  "redacted"}

@@ -268,6 +268,23 @@ def _refreshed(vault: Path | None, refresh: bool):
     return v
 
 
+@app.command("mcp")
+def mcp_server(
+    vault: VaultOpt = None,
+    source: Annotated[str, typer.Option(help="Who memories written without a source are from.")] = "mcp",
+) -> None:
+    """Serve the vault to MCP clients over stdio (tools remember, recall, ask, context, show; notes as
+    vault://note/{id}) until the client closes the pipe. Needs the 'mcp' extra.
+
+    \b
+    Example (what an MCP client's config runs):
+      vaultmem mcp --vault ~/notes/agent-memory
+    """
+    from .surfaces.mcp import serve
+
+    serve(vault, source)
+
+
 @app.command()
 def show(ref: Annotated[str, typer.Argument(help="An id, a vault path or a note title.")],
          vault: VaultOpt = None, json_out: JsonOpt = False) -> None:

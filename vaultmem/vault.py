@@ -427,6 +427,16 @@ class Vault:
         row = self.resolve(ref)
         return memory_from_row(row, read_meta(self, row))
 
+    def markdown(self, ref: str) -> str:
+        """The whole text of the note named by id, vault path or title, frontmatter included, as it
+        is on disk now (an editor's save in progress waited out). Raises NoteNotFound."""
+        row = self.resolve(ref)
+        try:
+            data = self.read_current(self.root / row["path"], row["sha"])
+        except FileNotFoundError:  # deleted since the index saw it
+            raise NoteNotFound(ref) from None
+        return data.decode("utf-8", "replace")
+
     def list(self, since: str | None = None, tags: list[str] | None = None, limit: int | None = None):
         """Memories newest first, filtered by a start date and tags."""
         from .catalog import list_memories

@@ -1,0 +1,248 @@
+"""The MCP server as a client meets it: in process through the SDK's own client, and once over stdio."""
+
+import json
+import os
+import subprocess
+import sys
+
+import anyio
+import pytest
+from mcp import Client, MCPError, StdioServerParameters
+
+from vaultmem.surfaces import mcp as surface
+
+from .conftest import REPO, write_note
+
+TOOLS = {"remember", "recall", "ask", "context", "show"}
+READERS = TOOLS - {"remember"}
+HIT_FIELDS = {"id", "title", "content", "source", "date", "score", "tags"}
+HAND_ID = "01JDX3K8Q4W2M9ZC6T7B5N0H1A"
+
+
+def session(server, body, **client_options):
+    """Run `await body(client)` against the server in process; returns what it returns."""
+    async def main():
+        async with Client(server, **client_options) as client:
+            return await body(client)
+
+    return anyio.run(main)
+
+
+def call(server, tool, **arguments):
+    """One tool call in a fresh session."""
+    return session(server, lambda client: client.call_tool(tool, arguments))
+
+
+@pytest.fixture
+def server(vault):
+    return surface.build_server(vault)
+
+
+def test_every_tool_has_a_typed_input_and_output_schema(server):
+    tools = {t.name: t for t in session(server, lambda c: c.list_tools()).tools}
+    assert set(tools) == TOOLS
+    assert tools["remember"].input_schema["required"] == ["text"]
+    assert set(tools["remember"].input_schema["properties"]) == {"text", "tags", "source", "lifecycle", "entity"}
+    assert set(tools["recall"].input_schema["properties"]) == {"query", "tags", "limit"}
+    assert tools["ask"].input_schema["required"] == ["question"]
+    assert tools["context"].input_schema["required"] == ["query"]
+    assert tools["show"].input_schema["required"] == ["ref"]
+    for name, tool in tools.items():
+        assert tool.output_schema["type"] == "object", name
+        assert tool.description, name
+        assert tool.annotations.read_only_hint is (name in READERS), name
+    hit = tools["recall"].output_schema["$defs"]["RecalledMemory"]
+    assert set(hit["required"]) == HIT_FIELDS
+
+
+def test_remember_then_recall_returns_compact_structured_hits(server, vault):
+    made = call(server, "remember", text="客户张三的合同编号是 CT2024-0876", tags=["contract"], entity="张三")
+    assert not made.is_error
+    note = made.structured_content
+    assert note["action"] == "created" and note["value"] == "CT2024-0876" and "contract" in note["tags"]
+    assert (vault.root / note["path"]).is_file()
+    assert json.loads(made.content[0].text) == note  # the same result as text, for clients without structure
+    assert vault.get("张三").kind == "entity"
+
+    found = call(server, "recall", query="张三 合同", limit=5).structured_content
+    assert found["query"] == "张三 合同"
+    hit = found["hits"][0]
+    assert set(hit) == HIT_FIELDS
+    assert hit["id"] == note["id"] and hit["source"] == "mcp" and len(hit["date"]) == 10 and hit["score"] > 0
+
+
+def test_a_given_source_is_kept_and_the_servers_default_is_configurable(vault):
+    server = surface.build_server(vault, default_source="claude-desktop")
+    mine = call(server, "remember", text="The staging database listens on port 5433").structured_content
+    theirs = call(server, "remember", text="Deploys freeze on Fridays", source="ops-bot").structured_content
+    assert vault.get(mine["id"]).source == "claude-desktop"
+    assert vault.get(theirs["id"]).source == "ops-bot"
+
+
+def test_recall_by_tags_and_limit(server):
+    for n in range(4):
+        call(server, "remember", text=f"Release note {n}: shipped build {n}", tags=["release"])
+    call(server, "remember", text="Lunch is at noon", tags=["office"])
+    hits = call(server, "recall", tags=["release"], limit=3).structured_content["hits"]
+    assert len(hits) == 3 and all("release" in h["tags"] for h in hits)
+
+
+def test_ask_answers_from_the_note_and_declines_without_error(server):
+    made = call(server, "remember", text="客户张三的合同编号是 CT2024-0876").structured_content
+    answer = call(server, "ask", question="张三的合同编号是多少").structured_content
+    assert answer["answered"] is True and answer["answer"] == "CT2024-0876" and answer["id"] == made["id"]
+    assert answer["candidates"][0]["from"] == "value"
+    declined = call(server, "ask", question="what is the office wifi password?")
+    assert not declined.is_error
+    assert declined.structured_content["answered"] is False and declined.structured_content["reason"]
+
+
+def test_context_is_labelled_and_within_budget(server):
+    for text in ("张三 prefers e-mail over phone calls", "张三's contract CT2024-0876 renews in March",
+                 "张三 asked for the invoice in English"):
+        call(server, "remember", text=text, source="finance-bot")
+    woven = call(server, "context", query="张三", budget=30).structured_content
+    assert 0 < woven["tokens"] <= 30 and woven["budget"] == 30
+    assert woven["text"].startswith("- [from finance-bot, ")
+    assert woven["items"][0]["line"] in woven["text"]
+    assert woven["dropped"] >= 1  # three memories do not fit in 30 tokens
+
+
+def test_show_finds_a_note_by_id_title_and_path(server):
+    made = call(server, "remember", text="The staging database listens on port 5433").structured_content
+    for ref in (made["id"], made["title"], made["path"]):
+        shown = call(server, "show", ref=ref)
+        assert not shown.is_error, ref
+        assert shown.structured_content["id"] == made["id"]
+        assert "5433" in shown.structured_content["content"]
+        assert shown.structured_content["meta"]["id"] == made["id"]
+
+
+def test_a_note_is_a_resource_holding_its_markdown(server, vault):
+    made = call(server, "remember", text="Deploys freeze on Fridays").structured_content
+
+    async def read(client):
+        templates = (await client.list_resource_templates()).resource_templates
+        return templates, await client.read_resource(f"vault://note/{made['id']}")
+
+    templates, result = session(server, read)
+    assert [t.uri_template for t in templates] == ["vault://note/{id}"]
+    content = result.contents[0]
+    assert content.mime_type == "text/markdown"
+    assert content.text == (vault.root / made["path"]).read_text(encoding="utf-8")
+    assert content.text.startswith("---\nid: " + made["id"])
+
+
+def test_an_unknown_note_resource_is_a_clear_protocol_error(server):
+    async def body(client):
+        with pytest.raises(MCPError) as caught:
+            await client.read_resource("vault://note/NOSUCHID")
+        return caught.value
+
+    assert str(session(server, body)) == "no note matches 'NOSUCHID'"
+
+
+@pytest.mark.parametrize("tool, arguments, message", [
+    ("show", {"ref": "no such note"}, "no note matches 'no such note'"),
+    ("remember", {"text": "the deploy key", "tags": ["password"]}, "password"),
+    ("ask", {"question": "   "}, "the question is empty"),
+    ("show", {"ref": "../outside.md"}, "outside the vault"),
+])
+def test_library_errors_are_tool_errors_with_one_sentence(server, tool, arguments, message):
+    result = call(server, tool, **arguments)
+    assert result.is_error
+    text = result.content[0].text
+    assert message in text and "\n" not in text and "Traceback" not in text
+    assert result.structured_content is None
+
+
+def test_arguments_outside_their_schema_are_tool_errors(server):
+    result = call(server, "recall", query="x", limit=0)
+    assert result.is_error and "limit" in result.content[0].text
+
+
+def test_notes_written_by_hand_are_seen_by_a_running_server(server, vault, monkeypatch):
+    async def body(client):
+        first = await client.call_tool("recall", {"query": "quokka"})
+        write_note(vault, "memories/Quokka.md", f"---\nid: {HAND_ID}\n---\nA quokka visited the office.\n")
+        return first, await client.call_tool("recall", {"query": "quokka"})
+
+    monkeypatch.setattr(surface, "REFRESH_INTERVAL_S", 0.0)
+    first, second = session(surface.build_server(vault), body)
+    assert first.structured_content["hits"] == []
+    assert [h["id"] for h in second.structured_content["hits"]] == [HAND_ID]
+
+
+def test_concurrent_calls_share_one_vault_and_lose_nothing(server):
+    texts = [f"Meeting {n} with customer number {1000 + n} about the renewal" for n in range(12)]
+
+    async def body(client):
+        results = {}
+
+        async def remember(text):
+            results[text] = await client.call_tool("remember", {"text": text, "tags": ["meeting"]})
+
+        async def recall():
+            await client.call_tool("recall", {"query": "renewal", "tags": ["meeting"]})
+
+        async with anyio.create_task_group() as tg:
+            for text in texts:
+                tg.start_soon(remember, text)
+                tg.start_soon(recall)
+        found = await client.call_tool("recall", {"tags": ["meeting"], "limit": 50})
+        return results, found
+
+    results, found = session(server, body)
+    assert not any(r.is_error for r in results.values())
+    assert {h["content"] for h in found.structured_content["hits"]} == set(texts)
+
+
+def test_the_initialize_handshake_names_the_server_and_its_instructions(server):
+    async def body(client):
+        return client.server_info, client.instructions, await client.call_tool("recall", {"query": "x"})
+
+    info, instructions, result = session(server, body, mode="legacy")
+    assert info.name == "vaultmem" and "remember" in instructions
+    assert result.structured_content == {"query": "x", "hits": []}
+
+
+def test_over_stdio_with_a_bare_environment_remember_then_recall(vault, tmp_path):
+    """The server as an MCP client starts it: a child process given only --vault and a bare environment."""
+    params = StdioServerParameters(command=sys.executable, args=["-m", "vaultmem.surfaces.mcp", "--vault", str(vault.root)],
+                                   env={"HOME": str(tmp_path / "home")}, cwd=str(REPO))
+
+    async def main():
+        async with Client(params, mode="legacy") as client:
+            made = await client.call_tool("remember", {"text": "客户张三的合同编号是 CT2024-0876"})
+            found = await client.call_tool("recall", {"query": "CT2024-0876"})
+            return made, found
+
+    made, found = anyio.run(main)
+    assert not made.is_error and not found.is_error
+    note_id = made.structured_content["id"]
+    assert [h["id"] for h in found.structured_content["hits"]] == [note_id]
+    assert vault.get(note_id).source == "mcp"
+
+
+def _child(code: str, tmp_path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "VAULTMEM_HOME": str(tmp_path / "home")}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60,
+                          stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize("entry", ["from vaultmem.surfaces.mcp import main; main(['--vault', VAULT])",
+                                   "sys.argv = ['vaultmem', 'mcp', '--vault', VAULT]; "
+                                   "from vaultmem.__main__ import main; main()"])
+def test_without_the_extra_both_commands_say_what_to_install(vault, tmp_path, entry):
+    code = f"import sys; sys.modules['mcp'] = None; VAULT = {str(vault.root)!r}; {entry}"
+    done = _child(code, tmp_path)
+    assert done.returncode == 1
+    assert done.stderr == "Error: the MCP server needs the 'mcp' extra: pip install 'vaultmem[mcp]'\n"
+    assert done.stdout == ""
+
+
+def test_importing_vaultmem_and_the_surface_does_not_import_the_sdk(tmp_path):
+    done = _child("import sys, vaultmem, vaultmem.surfaces.mcp; "
+                  "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith(('mcp.', 'pydantic'))))", tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
