@@ -15,8 +15,11 @@ a worker thread, and a Vault is safe to share between threads.
 """
 
 import argparse
+import importlib.util
+import logging
 import os
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from typing import Any
@@ -168,22 +171,45 @@ def recalled(query: str, hits: list[Any]) -> Recalled:
 
 
 # -- the server ------------------------------------------------------------------------------------
-class _Reads:
-    """Rescans notes changed on disk before a read, at most every REFRESH_INTERVAL_S seconds, without
-    waiting for another writer (a read then answers from what is indexed)."""
+class _Freshness:
+    """Keeps the index in line with notes changed on disk (edited in Obsidian, pulled with git).
+
+    A rescan stats every note (~0.1 s at 2,000 notes): in a read's path it would cost more than the
+    read, on a timer it would burn CPU while no one asks. So a read starts one in the background,
+    at most every REFRESH_INTERVAL_S seconds and never two at once, and answers from what is
+    indexed meanwhile: a note changed by hand is seen from the next read after that rescan ends.
+    The first one runs as the server starts, with the snapshot's load, while the SDK is imported.
+    """
 
     def __init__(self, vault: Any, interval: float):
         self.vault = vault
         self.interval = interval
-        self.last = float("-inf")
         self.enabled = bool(vault.config["index"]["auto_refresh"])
+        self.last = float("-inf")
+        self.running = False
+        self.lock = threading.Lock()
 
-    def fresh(self) -> Any:
+    def poke(self, warm: bool = False) -> None:
+        """Start a rescan unless one runs or ran within the interval (warm: then load the snapshot too)."""
         now = time.monotonic()
-        if self.enabled and now - self.last >= self.interval:
-            self.last = now
-            self.vault.refresh(wait=False)
-        return self.vault
+        with self.lock:
+            if self.running or now - self.last < self.interval or not (self.enabled or warm):
+                return
+            self.running, self.last = True, now
+        threading.Thread(target=self._rescan, args=(warm,), name="vaultmem-refresh", daemon=True).start()
+
+    def _rescan(self, warm: bool) -> None:
+        try:
+            if self.enabled:
+                self.vault.refresh(wait=False)
+            if warm:
+                self.vault.recall("", limit=1, record_access=False)
+        except Exception:  # a read says what is wrong; here a failed rescan only means the next one tries again
+            logging.getLogger(__name__).warning("rescan of %s failed", self.vault.root, exc_info=True)
+        finally:
+            self.vault.close()  # this thread's index connection
+            with self.lock:
+                self.running = False
 
 
 def _sdk() -> tuple[Any, ...]:
@@ -209,8 +235,9 @@ def _errors(error: type[Exception], not_found: type[Exception] | None = None):
         raise error(error_message(exc).removeprefix("Error: ")) from None
 
 
-def build_server(vault: Any, default_source: str = DEFAULT_SOURCE) -> Any:
-    """An MCPServer over one open Vault; memories it writes without a source are from default_source."""
+def build_server(vault: Any, default_source: str = DEFAULT_SOURCE, fresh: _Freshness | None = None) -> Any:
+    """An MCPServer over one open Vault; memories it writes without a source are from default_source.
+    fresh: the vault's rescans, if already started."""
     from typing import Annotated
 
     from .. import __version__
@@ -218,7 +245,11 @@ def build_server(vault: Any, default_source: str = DEFAULT_SOURCE) -> Any:
     MCPServer, ToolError, ResourceError, ResourceNotFoundError, ToolAnnotations, Field = _sdk()
     server = MCPServer("vaultmem", title="vaultmem", version=__version__, instructions=INSTRUCTIONS,
                        log_level="WARNING")
-    reads = _Reads(vault, REFRESH_INTERVAL_S)
+    fresh = fresh or _Freshness(vault, REFRESH_INTERVAL_S)
+
+    def read() -> Any:
+        fresh.poke()
+        return vault
     reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     Tags = Annotated[list[str] | None, Field(description="Tags, without '#' (several: all must match).")]
 
@@ -249,7 +280,7 @@ def build_server(vault: Any, default_source: str = DEFAULT_SOURCE) -> Any:
         """Find the memories that best match a query and/or tags, best first (superseded, archived
         and unconfirmed ones left out)."""
         with _errors(ToolError):
-            return recalled(query, reads.fresh().recall(query, tags=tags or [], limit=limit))
+            return recalled(query, read().recall(query, tags=tags or [], limit=limit))
 
     @server.tool(annotations=reading)
     def ask(question: Annotated[str, Field(description="A question about an entity's attribute, e.g. "
@@ -257,7 +288,7 @@ def build_server(vault: Any, default_source: str = DEFAULT_SOURCE) -> Any:
         """Answer from the value a note holds, with a confidence and the note's id; below the confidence
         threshold it declines (answered false) and lists the best candidates."""
         with _errors(ToolError):
-            return reads.fresh().ask(question).to_dict()
+            return read().ask(question).to_dict()
 
     @server.tool(annotations=reading)
     def context(
@@ -267,19 +298,19 @@ def build_server(vault: Any, default_source: str = DEFAULT_SOURCE) -> Any:
         """The memories for a query as labelled lines ('[from SOURCE, DATE] …'), duplicates removed, repeated
         events compressed, most important first, never over the token budget; `text` is the block."""
         with _errors(ToolError):
-            return reads.fresh().context(query, budget).to_dict()
+            return read().context(query, budget).to_dict()
 
     @server.tool(annotations=reading)
     def show(ref: Annotated[str, Field(description="The note's id, vault path or title.")]) -> Shown:
         """One note: its text, every frontmatter field, tags, links."""
         with _errors(ToolError):
-            return reads.fresh().get(ref).to_dict()
+            return read().get(ref).to_dict()
 
     @server.resource(NOTE_URI, name="note", title="Vault note", mime_type="text/markdown",
                      description="A note's Markdown (frontmatter and text) by its id.")
     def note(id: str) -> str:
         with _errors(ResourceError, ResourceNotFoundError):
-            return reads.fresh().markdown(id)
+            return read().markdown(id)
 
     return server
 
@@ -287,10 +318,22 @@ def build_server(vault: Any, default_source: str = DEFAULT_SOURCE) -> Any:
 def serve(vault: str | os.PathLike[str] | None, source: str = DEFAULT_SOURCE) -> None:
     """Open the vault (--vault, else $VAULTMEM_VAULT, else $OBSIDIAN_VAULT_PATH) and serve it on stdio
     until the client closes the pipe. Raises VaultmemError (MissingExtra without the SDK)."""
-    _sdk()  # before the vault: without the extra nothing else matters
+    if not _installed("mcp"):  # first: without the SDK nothing else matters
+        raise MissingExtra(MISSING_EXTRA)
     if vault is None:
         vault = next((os.environ[name] for name in VAULT_ENV if os.environ.get(name)), None)
-    build_server(open_vault(vault), source).run("stdio")
+    opened = open_vault(vault)
+    fresh = _Freshness(opened, REFRESH_INTERVAL_S)
+    fresh.poke(warm=True)  # while the SDK is imported (~1 s): the first answer waits for neither
+    build_server(opened, source, fresh).run("stdio")
+
+
+def _installed(name: str) -> bool:
+    """Whether a package can be imported, without importing it."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # ValueError: sys.modules holds None for it (blocked)
+        return False
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
