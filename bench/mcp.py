@@ -96,6 +96,8 @@ def setup_basic_memory(copy: Path, work: Path, venvs: Path, peer_python: str | N
                       error="basic-memory needs Python >= 3.12 (give --peer-python)")
     bin_dir = _venv(python, venvs / "basic-memory", BM_PACKAGES)
     env = _base_env(work / "home-basic-memory", bin_dir)
+    # its MCP framework (FastMCP) would ask PyPI for a newer release and draw a banner at each start
+    env.update(FASTMCP_CHECK_FOR_UPDATES="off", FASTMCP_SHOW_SERVER_BANNER="false")
     bm = str(bin_dir / "basic-memory")
     started = time.perf_counter()
     _run([bm, "project", "add", BM_PROJECT, str(copy)], env, INDEX_TIMEOUT_S)

@@ -57,3 +57,12 @@ def test_agent_benchmark_smoke_times_every_turn(tmp_path):
     for key in ("remember_p50_ms", "remember_p99_ms", "prefetch_p50_ms", "prefetch_p99_ms", "last_over_first",
                 "nowrite_prefetch_p50_ms"):
         assert isinstance(figures[key], (int, float)) and figures[key] > 0, key
+
+
+def test_mcp_benchmark_smoke_times_vaultmem_over_stdio(tmp_path):
+    figures = smoke("mcp.py", tmp_path / "mcp.json")
+    vaultmem = figures["servers"]["vaultmem"]
+    assert vaultmem["searches"] == 30 and vaultmem["empty_share"] < 1
+    for key in ("start_s", "handshake_s", "warm_p50_ms", "warm_p99_ms"):
+        assert isinstance(vaultmem[key], (int, float)) and vaultmem[key] > 0, key
+    assert vaultmem["handshake_s"] < vaultmem["start_s"]

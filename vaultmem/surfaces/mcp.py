@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
-from typing import Any
+from typing import Annotated, Any
 
 try:  # pydantic (so the SDK) reads nested TypedDicts before Python 3.12 only from typing_extensions
     from typing_extensions import TypedDict
@@ -238,8 +238,6 @@ def _errors(error: type[Exception], not_found: type[Exception] | None = None):
 def build_server(vault: Any, default_source: str = DEFAULT_SOURCE, fresh: _Freshness | None = None) -> Any:
     """An MCPServer over one open Vault; memories it writes without a source are from default_source.
     fresh: the vault's rescans, if already started."""
-    from typing import Annotated
-
     from .. import __version__
 
     MCPServer, ToolError, ResourceError, ResourceNotFoundError, ToolAnnotations, Field = _sdk()
@@ -250,6 +248,7 @@ def build_server(vault: Any, default_source: str = DEFAULT_SOURCE, fresh: _Fresh
     def read() -> Any:
         fresh.poke()
         return vault
+
     reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     Tags = Annotated[list[str] | None, Field(description="Tags, without '#' (several: all must match).")]
 
