@@ -196,6 +196,46 @@ def test_a_note_added_by_hand_since_the_last_look_is_seen_by_the_next_remember(v
     assert result.action in ("unchanged", "merged") and result.path.endswith("Synced from the laptop.md")
 
 
+
+_SYNCED = "---\nid: 01JDX3K8Q4W2M9ZC6T7B5N0H1A\ntype: fact\n---\nThe VPN gateway is vpn-eu-3.\n"
+
+
+def test_a_note_synced_into_another_folder_during_a_remember_is_seen_by_the_next(vault, monkeypatch):
+    """A single remember stores the new times of the folders it wrote into only: a note git brings
+    into inbox/ while it writes into memories/ keeps inbox/ stale, so the next remember rescans."""
+    import vaultmem.write as write_module
+
+    vault.remember("first memory of the day")
+    real = write_module.Writer.finish
+
+    def finish_while_synced(self):
+        (vault.folders["inbox"] / "Synced from the laptop.md").write_text(_SYNCED, encoding="utf-8")
+        real(self)
+
+    monkeypatch.setattr(write_module.Writer, "finish", finish_while_synced)
+    vault.remember("second memory of the day")
+    monkeypatch.undo()
+    result = vault.remember("The VPN gateway is vpn-eu-3.")
+    assert result.action in ("unchanged", "merged") and result.path.endswith("Synced from the laptop.md")
+
+
+def test_a_note_synced_into_memories_during_a_batch_is_seen_by_the_next_remember(vault, monkeypatch):
+    """A batch writes for seconds to minutes: it stores a folder's time only if the folder holds exactly
+    what the index knows, so a note that arrived meanwhile beside the batch's own is not absorbed."""
+    import vaultmem.write as write_module
+
+    real = write_module.Writer.finish
+
+    def finish_while_synced(self):
+        real(self)
+        (vault.folders["memories"] / "Synced from the laptop.md").write_text(_SYNCED, encoding="utf-8")
+
+    monkeypatch.setattr(write_module.Writer, "finish", finish_while_synced)
+    vault.remember_many([{"text": "batch memory one"}, {"text": "batch memory two"}])
+    monkeypatch.undo()
+    result = vault.remember("The VPN gateway is vpn-eu-3.")
+    assert result.action in ("unchanged", "merged") and result.path.endswith("Synced from the laptop.md")
+
 _EDITOR = r"""
 import os, sys, time
 path, stop, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])

@@ -59,6 +59,7 @@ class Index(Sidecar):
         self._snapshot: Snapshot | None = None
         self._sketches: tuple | None = None  # (generation, sorted keys, their documents), memory-mapped
         self._snapshot_version = ""
+        self._wrote_in: set[str] = set()  # vault folders of the notes indexed since the last wrote()
         super().__init__(cache_dir, lock_timeout)  # last: a damaged sidecar is rebuilt with the fields above
 
     def _forget_loaded(self) -> None:
@@ -95,6 +96,7 @@ class Index(Sidecar):
                 self._follow_rebuild()
             conn = self._conn()
             stats = RefreshStats()
+            self._wrote_in.clear()  # the scan below stores every folder's time
             started = time.time_ns()
             racy = int(self._meta(conn, "checked_ns", "0")) - RACY_NS
             temps: list[str] = []
@@ -128,12 +130,16 @@ class Index(Sidecar):
         """Refresh if a note may have been created, renamed or deleted since the index last looked (a
         clone, a pull, a killed write: see folderstate.py); for a writer, which must see every note."""
         with self._write_lock():
+            self._wrote_in.clear()
             return None if folderstate.unchanged(self) else self.refresh()
 
-    def wrote(self) -> None:
-        """After vaultmem's own writes: keep the note folders' new times where nothing else changed them."""
+    def wrote(self, verify: bool = False) -> None:
+        """After vaultmem's own writes (under the same lock as the catch_up before them): keep the new
+        times of the folders this process wrote notes into; another folder that changed stays stale.
+        verify (a batch, whose writes take long) also lists each folder against the index."""
         with self._write_lock():
-            folderstate.store_after_write(self)
+            folderstate.store_after_write(self, self._wrote_in, verify)
+            self._wrote_in.clear()
 
     def names_in(self, folder: str) -> set[str]:
         """File names of the indexed notes directly in a vault-relative folder."""
@@ -233,6 +239,8 @@ class Index(Sidecar):
         """Store notes vaultmem itself just wrote (no rescan needed); drop the rows of `gone` paths and
         move the stat cache of `restamped` (mtime_ns, size, path) ones."""
         with self._write_lock():
+            self._wrote_in.update(rel.rpartition("/")[0] for rel in
+                                  (*(r.path for r in records), *gone, *(path for _, _, path in restamped)))
             conn = self._conn()
             big = len(records) > self._threshold(conn)
             self._apply(conn, records, list(gone), list(restamped), to_delta=not big, checked_ns=time.time_ns())
