@@ -298,9 +298,7 @@ class VaultmemProvider:
         add writes one, replace supersedes the entry's note, remove archives it."""
         if self._worker is None or not self.writes:
             return
-        meta = dict(metadata or {})
-        if str(meta.get("execution_context") or "primary") not in WRITING_CONTEXTS:
-            return
+        meta = dict(metadata or {})  # execution_context is foreground or a background review: both committed
         session = str(meta.get("session_id") or self._session)
         self._worker.submit(lambda: self._mirror(str(action), str(target or "memory"), str(content or ""),
                                                  str(meta.get("old_text") or ""), session))

@@ -41,7 +41,7 @@ def load_settings(home: Path) -> dict[str, Any]:
     path = home / SETTINGS_FILE
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return {}
     except (OSError, ValueError) as exc:
         raise ConfigError(f"{path} cannot be read as JSON ({exc}); fix or delete it") from None
