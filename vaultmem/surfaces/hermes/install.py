@@ -66,8 +66,7 @@ def status(hermes_home: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     found: dict[str, Any] = {"hermes_home": str(home), "plugin": str(plugin),
                              "plugin_installed": all((plugin / f).is_file() for f in PLUGIN_FILES),
                              "active": _active(home / "config.yaml") == NAME}
-    provider = VaultmemProvider()
-    provider._home = home  # the status of this home, not of $HERMES_HOME's
+    provider = VaultmemProvider(hermes_home=home)
     try:
         settings = cfg.load_settings(home)
         choice = cfg.choose_vault(home, settings)

@@ -76,12 +76,13 @@ WRITE_TOOLS = ("vault_remember",)
 class VaultmemProvider:
     """Hermes' MemoryProvider hooks over one vault (see the module docstring)."""
 
-    def __init__(self, config: dict[str, Any] | None = None):
+    def __init__(self, config: dict[str, Any] | None = None, hermes_home: str | os.PathLike[str] | None = None):
+        """config: settings that override the saved ones; hermes_home: until initialize names it, $HERMES_HOME."""
         self._given = dict(config or {})
         self._vault: Any = None
         self._worker: TurnWorker | None = None
         self._session = ""
-        self._home: Path | None = None
+        self._home: Path | None = cfg.hermes_home(hermes_home) if hermes_home else None
         self._context = "primary"
         self._identity = ""
         self._platform = ""
@@ -138,6 +139,8 @@ class VaultmemProvider:
             raise VaultmemError(reason)
         choice = self._choice()
         exists = (choice.path / ".vaultmem").is_dir()
+        if self._vault is not None:  # initialised again: the vault named now replaces the old one
+            self._vault.close()
         self._vault = Vault(choice.path) if exists else Vault.init(choice.path)
         self._budget = cfg.budget_of(self._settings())
         self._private = str(self._settings().get("namespace") or self._identity or SOURCE)
@@ -252,10 +255,11 @@ class VaultmemProvider:
     def _tool_recall(self, args: dict[str, Any]) -> dict[str, Any]:
         query = str(args.get("query") or "")
         tags = args.get("tags") or []
+        tags = [tags] if isinstance(tags, str) else list(tags)
         if not query.strip() and not tags:
             raise VaultmemError("give a query (or tags) to recall")
         limit = _limit(args.get("limit"))
-        hits = self._open().recall(query, tags=list(tags), limit=limit, namespace=self._namespaces())
+        hits = self._open().recall(query, tags=tags, limit=limit, namespace=self._namespaces())
         return {"results": [{"id": h.id, "title": h.title, "content": h.content, "source": h.source,
                              "date": h.timestamp[:10], "score": round(h.final, 3)} for h in hits]}
 
@@ -307,7 +311,7 @@ class VaultmemProvider:
         vault = self._open()
         tag = f"hermes/{target}"
         namespace = self._private if target == "memory" else self._shared
-        old = _mirrored(vault, tag, old_text) if action in ("replace", "remove") and old_text else []
+        old = _mirrored(vault, tag, namespace, old_text) if action in ("replace", "remove") and old_text else []
         if action == "remove":
             for note in old:
                 vault.forget(note.id, reason=f"removed from Hermes' {target} memory (session {session})")
@@ -364,12 +368,14 @@ def fenced(block: str) -> str:
     return f"<{FENCE}>\n{RECALL_NOTE}\n{safe}\n</{FENCE}>"
 
 
-def _mirrored(vault: Any, tag: str, old_text: str) -> list[Any]:
-    """The active notes mirroring the built-in memory entries that contain old_text (as Hermes matches)."""
+def _mirrored(vault: Any, tag: str, namespace: str, old_text: str) -> list[Any]:
+    """The active notes of this namespace mirroring the built-in memory entries that contain old_text
+    (Hermes matches an entry by a substring of it)."""
     from ...text import shown_text
 
     wanted = shown_text(old_text)
-    return [m for m in vault.list(tags=[tag]) if m.status == "active" and wanted in shown_text(m.content)]
+    return [m for m in vault.list(tags=[tag])
+            if m.status == "active" and m.namespace == namespace and wanted in shown_text(m.content)]
 
 
 def _can_create(path: Path) -> bool:
