@@ -393,6 +393,22 @@ class Vault:
 
         return confirm(self, ref)
 
+    def forget(self, ref: str, reason: str = ""):
+        """Archive a memory: status archived, moved to the archive folder (never deleted), audited."""
+        from .lifecycle import forget
+
+        return forget(self, ref, reason)
+
+    def memorable(self, text: str) -> list[str]:
+        """Why a text is worth remembering by the write pipeline's own extraction (a cue, a typed
+        value, a stated preference), or [] for small talk (see memorable.py)."""
+        from .drafts import parse_time
+        from .extract import Extractor
+        from .memorable import reasons
+
+        extractor = self.reused("extractor", None, lambda: Extractor.from_config(self.config))
+        return reasons(extractor.extract(text, parse_time(None)), text)
+
     def add_entity(self, name: str, aliases: Iterable[str] = (), tags: Iterable[str] = ()) -> tuple[str, str]:
         """Create an entity note (or add aliases to it); returns (action, vault path)."""
         from .links import add_entity
