@@ -121,6 +121,40 @@ def test_a_save_landing_during_the_fsync_is_not_overwritten(vault, monkeypatch):
     assert "billing" in parse_note(text).meta["tags"]
 
 
+def test_a_save_into_the_file_being_replaced_is_put_back_and_merged_over(vault, monkeypatch):
+    """An editor opened the note before our rename and writes into it after our last check: its save
+    lands in the file we replace. It is read back from that file, put back, and the merge made over it."""
+    rel, saved = _person_note(vault)
+    path = vault.root / rel
+    later = saved.decode("utf-8").replace("And another one.", "And another one.\nSaved into the old file.")
+    real_write = vault_module.atomic_write
+    landed = []
+
+    def late_save(target, data, **kw):
+        if landed or os.fspath(target) != os.fspath(path):
+            return real_write(target, data, **kw)
+        handle = open(path, "r+b")  # the editor holds the note open from before our rename
+        try:
+            st = real_write(target, data, **kw)
+            handle.truncate(0)
+            handle.write(later.encode("utf-8"))
+            handle.flush()
+            landed.append(True)
+            return st
+        finally:
+            handle.close()
+
+    monkeypatch.setattr(vault_module, "atomic_write", late_save)
+    result = vault.remember("客户张三的合同编号是 CT2024-0876 again confirmed", tags=["billing"],
+                            source="finance-bot", type="contract_id", value="CT2024-0876")
+    assert landed, "the injected save never ran"
+    assert result.action == "merged" and result.path == rel
+    text = path.read_text(encoding="utf-8")
+    assert "Saved into the old file." in text
+    _assert_person_text_kept(vault, rel)
+    assert "billing" in parse_note(text).meta["tags"]
+
+
 @pytest.mark.parametrize("first, second", [
     ("Move the standup from 9 to 10 on Monday", "Move the standup from 10 to 9 on Monday"),
     ("Transfer 500 from account 6222 0001 to account 6222 0002",
