@@ -162,3 +162,38 @@ def test_doctor_is_clean_after_entities_and_episodes(vault):
     assert report.unparsable == [] and report.duplicate_ids == {} and report.missing_ids == []
     assert report.broken_links == []
     assert report.drift == {"new": 0, "changed": 0, "deleted": 0}
+
+
+def test_a_full_day_goes_on_in_a_second_part_that_links_back(vault, monkeypatch):
+    """An agent writing thousands of memories a day: each part stays about PART_BYTES, so an append
+    costs the same at the end of the day as at its start."""
+    import vaultmem.episodes as episodes
+
+    monkeypatch.setattr(episodes, "PART_BYTES", 400)
+    for minute in range(30):
+        append_episodes(vault, [EpisodeLine(at(8, 10, minute), f"Memory number {minute}", "hermes")])
+    folder = vault.folders["episodes"]
+    parts = sorted(p.name for p in folder.glob("2026-10-08*.md"))
+    assert parts[0] == "2026-10-08 (2).md" and "2026-10-08.md" in parts and len(parts) >= 3
+    for path in folder.glob("2026-10-08*.md"):
+        assert path.stat().st_size < 400 + 100  # full at 400 bytes, then at most the lines of one append
+    second = (folder / "2026-10-08 (2).md").read_text(encoding="utf-8")
+    assert second.startswith("---\ntype: episode\ndate: 2026-10-08\n---\nContinued from [[2026-10-08]].\n")
+    text = "".join(p.read_text(encoding="utf-8") for p in folder.glob("2026-10-08*.md"))
+    assert all(text.count(f"[[Memory number {minute}]]") == 1 for minute in range(30))
+    kinds = {row["path"]: row["kind"] for row in vault.index.select_notes("path LIKE 'episodes/%'")}
+    assert set(kinds.values()) == {"episode"} and len(kinds) == len(parts)
+
+
+def test_a_line_retried_as_the_day_moves_on_is_not_written_twice(vault, monkeypatch):
+    """A crash after a line reached a part that is now full: the retry starts the next part without it."""
+    import vaultmem.episodes as episodes
+
+    line = EpisodeLine(at(8, 11, 0), "The retried memory", "hermes")
+    append_episodes(vault, [line])
+    size = (vault.folders["episodes"] / "2026-10-08.md").stat().st_size
+    monkeypatch.setattr(episodes, "PART_BYTES", size)
+    assert append_episodes(vault, [line, EpisodeLine(at(8, 11, 1), "A new one", "hermes")]) == \
+        ["episodes/2026-10-08 (2).md"]
+    second = (vault.folders["episodes"] / "2026-10-08 (2).md").read_text(encoding="utf-8")
+    assert "[[A new one]]" in second and "[[The retried memory]]" not in second

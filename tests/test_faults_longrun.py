@@ -61,12 +61,27 @@ def test_what_a_long_lived_process_sees_is_what_a_fresh_one_sees(vault):
         assert _ranked(vault, query) == _ranked(fresh, query), query
         assert _ranked(vault, query, kinds=("episode",)) == _ranked(fresh, query, kinds=("episode",))
     kept, loaded = vault.index.snapshot(), fresh.index.snapshot()
-    for column in ("live", "score", "ts", "doclen"):
+    for column in ("live", "score", "ts", "doclen", "uses", "last_use"):
         assert np.array_equal(getattr(kept, column), getattr(loaded, column)), column
     day_link = LINK_PREFIX + " ".join(link_key(vault.recall("number 12", limit=1)[0].title).split())
     for term in ("invoic", day_link, "#bench"):
         assert len(loaded.postings(term)[0])
         assert [a.tolist() for a in kept.postings(term)] == [a.tolist() for a in loaded.postings(term)], term
+
+
+def test_use_counts_carried_across_writes_are_the_ones_a_fresh_process_reads(vault):
+    """After a write, a snapshot re-reads the uses of the new documents only (while no access event
+    was folded): a merged note keeps its uses under its new document, a dropped one has none."""
+    _turns(vault, 12)
+    vault.refresh()  # folds the recalls' access events into use counts
+    used = vault.recall("invoice", limit=5, record_access=False)
+    assert any(vault.index.snapshot().uses > 0)
+    assert vault.remember("Note 0: the invoice number 0 is ready.", tags=["bench"]).action == "merged"  # a new doc
+    _turns(vault, 6, start=12)
+    kept, loaded = vault.index.snapshot(), Vault(vault.root).index.snapshot()
+    assert kept.access_version == loaded.access_version != ""
+    assert np.array_equal(kept.uses, loaded.uses) and np.array_equal(kept.last_use, loaded.last_use)
+    assert used and _ranked(vault, "invoice") == _ranked(Vault(vault.root), "invoice")
 
 
 def test_the_day_notes_record_is_the_one_parsing_it_gives(vault):

@@ -121,6 +121,40 @@ def test_a_save_landing_during_the_fsync_is_not_overwritten(vault, monkeypatch):
     assert "billing" in parse_note(text).meta["tags"]
 
 
+def test_a_save_into_the_file_being_replaced_is_put_back_and_merged_over(vault, monkeypatch):
+    """An editor opened the note before our rename and writes into it after our last check: its save
+    lands in the file we replace. It is read back from that file, put back, and the merge made over it."""
+    rel, saved = _person_note(vault)
+    path = vault.root / rel
+    later = saved.decode("utf-8").replace("And another one.", "And another one.\nSaved into the old file.")
+    real_write = vault_module.atomic_write
+    landed = []
+
+    def late_save(target, data, **kw):
+        if landed or os.fspath(target) != os.fspath(path):
+            return real_write(target, data, **kw)
+        handle = open(path, "r+b")  # the editor holds the note open from before our rename
+        try:
+            st = real_write(target, data, **kw)
+            handle.truncate(0)
+            handle.write(later.encode("utf-8"))
+            handle.flush()
+            landed.append(True)
+            return st
+        finally:
+            handle.close()
+
+    monkeypatch.setattr(vault_module, "atomic_write", late_save)
+    result = vault.remember("客户张三的合同编号是 CT2024-0876 again confirmed", tags=["billing"],
+                            source="finance-bot", type="contract_id", value="CT2024-0876")
+    assert landed, "the injected save never ran"
+    assert result.action == "merged" and result.path == rel
+    text = path.read_text(encoding="utf-8")
+    assert "Saved into the old file." in text
+    _assert_person_text_kept(vault, rel)
+    assert "billing" in parse_note(text).meta["tags"]
+
+
 @pytest.mark.parametrize("first, second", [
     ("Move the standup from 9 to 10 on Monday", "Move the standup from 10 to 9 on Monday"),
     ("Transfer 500 from account 6222 0001 to account 6222 0002",
@@ -195,6 +229,46 @@ def test_a_note_added_by_hand_since_the_last_look_is_seen_by_the_next_remember(v
     result = vault.remember("The VPN gateway is vpn-eu-3.")
     assert result.action in ("unchanged", "merged") and result.path.endswith("Synced from the laptop.md")
 
+
+
+_SYNCED = "---\nid: 01JDX3K8Q4W2M9ZC6T7B5N0H1A\ntype: fact\n---\nThe VPN gateway is vpn-eu-3.\n"
+
+
+def test_a_note_synced_into_another_folder_during_a_remember_is_seen_by_the_next(vault, monkeypatch):
+    """A single remember stores the new times of the folders it wrote into only: a note git brings
+    into inbox/ while it writes into memories/ keeps inbox/ stale, so the next remember rescans."""
+    import vaultmem.write as write_module
+
+    vault.remember("first memory of the day")
+    real = write_module.Writer.finish
+
+    def finish_while_synced(self):
+        (vault.folders["inbox"] / "Synced from the laptop.md").write_text(_SYNCED, encoding="utf-8")
+        real(self)
+
+    monkeypatch.setattr(write_module.Writer, "finish", finish_while_synced)
+    vault.remember("second memory of the day")
+    monkeypatch.undo()
+    result = vault.remember("The VPN gateway is vpn-eu-3.")
+    assert result.action in ("unchanged", "merged") and result.path.endswith("Synced from the laptop.md")
+
+
+def test_a_note_synced_into_memories_during_a_batch_is_seen_by_the_next_remember(vault, monkeypatch):
+    """A batch writes for seconds to minutes: it stores a folder's time only if the folder holds exactly
+    what the index knows, so a note that arrived meanwhile beside the batch's own is not absorbed."""
+    import vaultmem.write as write_module
+
+    real = write_module.Writer.finish
+
+    def finish_while_synced(self):
+        real(self)
+        (vault.folders["memories"] / "Synced from the laptop.md").write_text(_SYNCED, encoding="utf-8")
+
+    monkeypatch.setattr(write_module.Writer, "finish", finish_while_synced)
+    vault.remember_many([{"text": "batch memory one"}, {"text": "batch memory two"}])
+    monkeypatch.undo()
+    result = vault.remember("The VPN gateway is vpn-eu-3.")
+    assert result.action in ("unchanged", "merged") and result.path.endswith("Synced from the laptop.md")
 
 _EDITOR = r"""
 import os, sys, time

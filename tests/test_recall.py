@@ -100,6 +100,9 @@ def test_filters(vault, now):
     assert ids(type="decision") == ["F1"]
     assert ids(source="hermes") == ["F2"]
     assert ids(namespace="hermes") == ["F2"]
+    assert ids(namespace=["hermes", "shared"]) == ["F1", "F2"]  # an agent reads its own and the shared space
+    assert ids(namespace=["coder", "shared"]) == ["F1"]
+    assert ids(namespace=["nobody"]) == []
     assert ids(lifecycle="fact") == ["F1"]
     assert ids(since=now - 5 * DAY) == ["F2"]
     assert ids(until=now - 5 * DAY) == ["F1"]

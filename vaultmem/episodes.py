@@ -1,5 +1,11 @@
 """Daily episode notes (SPEC §6 step 7): episodes/YYYY-MM-DD.md, the day's timeline of memories.
 
+A day note is rewritten whole at each append (atomically, over a person's edits) and indexed again,
+so its cost grows with its size. An agent that writes thousands of memories a day would make every
+remember slower than the last; so once a day's note passes PART_BYTES, the day goes on in
+`YYYY-MM-DD (2).md`, then `(3)`, each a day note of the same date that links to the part before.
+A person's day (tens of memories) never gets a second part.
+
 vaultmem owns only its `## vaultmem` section of a day note and only ever appends to it. Whatever a
 person wrote around it (text, headings, tasks, CRLF line endings, no final newline, no frontmatter)
 stays byte for byte; a save in between a read and a write is detected and the append redone.
@@ -24,10 +30,12 @@ if TYPE_CHECKING:
     from .records import Record
     from .vault import Vault
 
-__all__ = ["DayPlan", "EpisodeLine", "append_episodes", "index_planned", "plan_days", "write_planned"]
+__all__ = ["DayPlan", "EpisodeLine", "PART_BYTES", "append_episodes", "index_planned", "part_name", "plan_days",
+           "write_planned"]
 
 HEADING = "## vaultmem"
 RETRIES = 5
+PART_BYTES = 64 * 1024  # ~550 timeline lines: a day note this size costs a remember ~2 ms more than an empty one
 _KNOWN_DAYS = 4  # day notes whose last record a process keeps (today's, and a batch's few days)
 # whole lines of the note (MULTILINE): a line's end may carry carriage returns before its line break
 _OWN_HEADING = re.compile(r"^[ ]{0,3}##[ \t]+vaultmem[ \t]*#*[ \t]*\r*$", re.IGNORECASE | re.MULTILINE)
@@ -144,8 +152,41 @@ def _days(vault: Vault, lines: Iterable[EpisodeLine]) -> list[tuple[Path, dt.dat
     out = []
     for day, entries in by_day.items():
         entries.sort(key=lambda e: _local(e.when))
-        out.append((folder / f"{day.isoformat()}.md", day, list(dict.fromkeys(e.render() for e in entries))))
+        rendered = list(dict.fromkeys(e.render() for e in entries))
+        path, previous = _current_part(folder, day)
+        if previous is not None:  # a retry of lines that landed just before the day moved on adds none twice
+            rendered = _missing(_decode(_read_or_empty(previous), previous), rendered)
+        if rendered:
+            out.append((path, day, rendered))
     return out
+
+
+def part_name(day: dt.date, part: int) -> str:
+    """The file name of a day's note, part 1 (`2026-12-02.md`) or a later one (`2026-12-02 (2).md`)."""
+    return f"{day.isoformat()}.md" if part == 1 else f"{day.isoformat()} ({part}).md"
+
+
+def _current_part(folder: Path, day: dt.date) -> tuple[Path, Path | None]:
+    """The part of a day's note that new lines go to, and the full part before it when that one is new."""
+    part = 1
+    while (folder / part_name(day, part + 1)).exists():
+        part += 1
+    path = folder / part_name(day, part)
+    try:
+        full = path.stat().st_size >= PART_BYTES
+    except OSError:
+        full = False
+    if not full:
+        return path, None
+    nxt = folder / part_name(day, part + 1)
+    return nxt, (path if not nxt.exists() else None)
+
+
+def _read_or_empty(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
 
 
 def _local(when: dt.datetime) -> dt.datetime:
@@ -197,7 +238,7 @@ def _next_text(vault: Vault, path: Path, day: dt.date, lines: list[str]) -> tupl
     try:
         data = vault.read_current(path)
     except FileNotFoundError:
-        return new_day_note(day, lines), None, ""
+        return new_day_note(day, lines, _part_of(path)), None, ""
     current = _decode(data, path)
     content = with_lines(current, lines)
     return (None if content == current else content), content_hash(data), current
@@ -210,9 +251,17 @@ def _decode(data: bytes, path: Path) -> str:
         raise NoteFormatError(path, None, "not a UTF-8 text note; the episode lines were not added") from None
 
 
-def new_day_note(day: dt.date, lines: list[str]) -> str:
-    """A new day note: `type: episode` and `date` properties, then the `## vaultmem` section."""
-    return render_new({"type": "episode", "date": day}, "".join(f"{line}\n" for line in [HEADING, *lines]))
+def new_day_note(day: dt.date, lines: list[str], part: int = 1) -> str:
+    """A new day note: `type: episode` and `date` properties, then the `## vaultmem` section; a later
+    part of the day first links to the part before it."""
+    before = "" if part == 1 else f"Continued from [[{part_name(day, part - 1)[:-3]}]].\n\n"
+    return render_new({"type": "episode", "date": day}, before + "".join(f"{line}\n" for line in [HEADING, *lines]))
+
+
+def _part_of(path: Path) -> int:
+    """The part number a day note's file name gives (1 for `YYYY-MM-DD.md`)."""
+    match = re.fullmatch(r"\d{4}-\d{2}-\d{2} \((\d+)\)\.md", path.name)
+    return int(match.group(1)) if match else 1
 
 
 def with_lines(note: str, lines: list[str]) -> str:

@@ -10,8 +10,12 @@ the modification time of every folder it scans, and a writer refreshes only when
 What it cannot see: a file rewritten in place (its folder keeps its time) — a merge re-reads such
 a note before changing it (write.py), and recall's refresh re-hashes it; and, on a file system
 whose clock ticks coarsely, a file created by another program in the same tick as vaultmem's own
-write. After its own writes, a writer stores a folder's new time only when the folder's names are
-exactly the ones the index holds, so another program's file created meanwhile is never absorbed.
+write. After its own writes, a writer stores the new time of the folders it wrote notes into, and
+of no other (a folder another program changed meanwhile stays stale). A single remember trusts
+that nothing else created a file in those folders between its check and its write, a window of
+milliseconds under the write lock: listing a 10k-note folder costs more than the whole remember.
+A batch, whose window is seconds to minutes, stores a folder's time only when the folder holds
+exactly the notes and sub-folders the index knows.
 """
 
 from __future__ import annotations
@@ -54,24 +58,30 @@ def store_scanned(index: Index, times: dict[str, int]) -> None:
     index.set_meta(META_KEY, json.dumps(times, separators=(",", ":")))
 
 
-def store_after_write(index: Index) -> None:
-    """After vaultmem's own writes: keep the new time of each folder that changed, if the folder holds
-    exactly the notes and sub-folders the index knows (else it stays stale and the next writer refreshes)."""
+def store_after_write(index: Index, wrote_in: set[str], verify: bool = False) -> None:
+    """After vaultmem's own writes: keep the new time of each changed folder that it wrote notes into
+    (vault-relative `wrote_in`); with verify, only if the folder holds exactly the notes and sub-folders
+    the index knows. Any other changed folder stays stale, and the next writer refreshes."""
     stored = _stored(index)
     if not stored:
         return
-    now = folder_times(stored)
+    root = str(index.vault_root)
+    mine = {os.path.join(root, rel) if rel else root for rel in wrote_in}
+    now = folder_times(folder for folder in stored if folder in mine)
     changed = [folder for folder, mtime in now.items() if stored.get(folder) != mtime]
     if not changed:
         return
-    prefix = len(str(index.vault_root)) + 1
     for folder in changed:
-        rel = folder[prefix:].replace(os.sep, "/")
-        notes, subfolders = _listing(folder)
-        if notes == index.names_in(rel) and subfolders <= {os.path.basename(f) for f in stored if
-                                                           os.path.dirname(f) == folder}:
+        if not verify or _holds_indexed(index, folder, stored):
             stored[folder] = now[folder]
     index.set_meta(META_KEY, json.dumps(stored, separators=(",", ":")))
+
+
+def _holds_indexed(index: Index, folder: str, stored: dict[str, int]) -> bool:
+    rel = folder[len(str(index.vault_root)) + 1:].replace(os.sep, "/")
+    notes, subfolders = _listing(folder)
+    return notes == index.names_in(rel) and subfolders <= {os.path.basename(f) for f in stored
+                                                           if os.path.dirname(f) == folder}
 
 
 def _listing(folder: str) -> tuple[set[str], set[str]]:

@@ -43,6 +43,11 @@ RACY_NS = 2_000_000_000  # coarse file-system clocks: an mtime this close to a c
 Progress = Callable[[int, int], None]
 
 
+_ACCESS = "SELECT n.doc, a.uses, a.last FROM access a JOIN notes n ON n.id = a.id"
+_ACCESS_SINCE = ("SELECT n.doc, a.uses, a.last FROM notes n JOIN access a ON a.id = n.id "
+                 "WHERE n.doc >= ?")
+
+
 class Index(Sidecar):
     """The sidecar of one vault; one instance may be shared by the threads of a process."""
 
@@ -59,6 +64,7 @@ class Index(Sidecar):
         self._snapshot: Snapshot | None = None
         self._sketches: tuple | None = None  # (generation, sorted keys, their documents), memory-mapped
         self._snapshot_version = ""
+        self._wrote_in: set[str] = set()  # vault folders of the notes indexed since the last wrote()
         super().__init__(cache_dir, lock_timeout)  # last: a damaged sidecar is rebuilt with the fields above
 
     def _forget_loaded(self) -> None:
@@ -95,6 +101,7 @@ class Index(Sidecar):
                 self._follow_rebuild()
             conn = self._conn()
             stats = RefreshStats()
+            self._wrote_in.clear()  # the scan below stores every folder's time
             started = time.time_ns()
             racy = int(self._meta(conn, "checked_ns", "0")) - RACY_NS
             temps: list[str] = []
@@ -128,12 +135,16 @@ class Index(Sidecar):
         """Refresh if a note may have been created, renamed or deleted since the index last looked (a
         clone, a pull, a killed write: see folderstate.py); for a writer, which must see every note."""
         with self._write_lock():
+            self._wrote_in.clear()
             return None if folderstate.unchanged(self) else self.refresh()
 
-    def wrote(self) -> None:
-        """After vaultmem's own writes: keep the note folders' new times where nothing else changed them."""
+    def wrote(self, verify: bool = False) -> None:
+        """After vaultmem's own writes (under the same lock as the catch_up before them): keep the new
+        times of the folders this process wrote notes into; another folder that changed stays stale.
+        verify (a batch, whose writes take long) also lists each folder against the index."""
         with self._write_lock():
-            folderstate.store_after_write(self)
+            folderstate.store_after_write(self, self._wrote_in, verify)
+            self._wrote_in.clear()
 
     def names_in(self, folder: str) -> set[str]:
         """File names of the indexed notes directly in a vault-relative folder."""
@@ -233,6 +244,8 @@ class Index(Sidecar):
         """Store notes vaultmem itself just wrote (no rescan needed); drop the rows of `gone` paths and
         move the stat cache of `restamped` (mtime_ns, size, path) ones."""
         with self._write_lock():
+            self._wrote_in.update(rel.rpartition("/")[0] for rel in
+                                  (*(r.path for r in records), *gone, *(path for _, _, path in restamped)))
             conn = self._conn()
             big = len(records) > self._threshold(conn)
             self._apply(conn, records, list(gone), list(restamped), to_delta=not big, checked_ns=time.time_ns())
@@ -406,6 +419,7 @@ class Index(Sidecar):
                         conn.execute(UPSERT_ACCESS, (ev["id"], float(ev.get("ts", 0))))
                 conn.execute("INSERT OR REPLACE INTO logpos VALUES (?, ?)", (key, end))
             conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'version'")
+            self._set_meta(conn, access_version=int(self._meta(conn, "access_version", "0")) + 1)
 
     # -- reading -------------------------------------------------------------------------------
     @heals
@@ -445,12 +459,18 @@ class Index(Sidecar):
                 tombs = np.fromiter((r[0] for r in conn.execute("SELECT doc FROM tomb")), dtype=np.int64)
                 in_delta = {doc for (doc,) in conn.execute("SELECT doc FROM delta")} if grows else set()
                 delta = conn.execute(rows_since, (prev.size if grows else 0,)).fetchall()
-                access = conn.execute("SELECT n.doc, a.uses, a.last FROM access a JOIN notes n ON n.id = a.id").fetchall()
+                access_version = self._meta(conn, "access_version", "0")
+                # the uses of every note cost a scan of the notes (~10 ms at 15k); when no access event
+                # was folded since prev, only the documents written since can have gained theirs
+                new_uses = grows and access_version == prev.access_version
+                access = conn.execute(_ACCESS_SINCE if new_uses else _ACCESS, (prev.size,) if new_uses else ()).fetchall()
                 entities = conn.execute("SELECT title, aliases FROM notes WHERE kind = 'entity'").fetchall()
             if grows:
-                return advance_snapshot(prev, next_doc, tombs, in_delta, delta, access, entities)
+                return advance_snapshot(prev, next_doc, tombs, in_delta, delta, access, entities, access_version,
+                                        all_uses=not new_uses)
             try:
-                return load_snapshot(folder, n_base, next_doc, tombs, delta, access, entities, int(generation or 0), prev)
+                return load_snapshot(folder, n_base, next_doc, tombs, delta, access, entities, int(generation or 0), prev,
+                                     access_version)
             except FileNotFoundError as exc:
                 if generation == missing_in:
                     raise IndexDamaged(f"gen-{generation}: {os.path.basename(exc.filename)} is missing") from None

@@ -1,9 +1,9 @@
-"""The life of a memory after it is written: promotion from the inbox (forgetting, feedback and
-consolidation will live here too)."""
+"""The life of a memory after it is written: promotion from the inbox and forgetting into the archive
+(feedback and consolidation will live here too)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import VaultmemError, WriteConflict
 from .write import WriteResult, numbered
@@ -15,20 +15,35 @@ if TYPE_CHECKING:
 def confirm(vault: Vault, ref: str) -> WriteResult:
     """Promote a candidate from the inbox: status active, moved to the memories folder."""
     with vault.index.writing():
-        return _confirm(vault, ref)
+        row = vault.resolve(ref)
+        if row["kind"] != "memory" or row["status"] != "candidate":
+            raise VaultmemError(f"{row['path']} is not a candidate (status {row['status'] or 'active'})")
+        return _move(vault, row, "memories", "active", "confirmed", {"event": "confirm"})
 
 
-def _confirm(vault: Vault, ref: str) -> WriteResult:
+def forget(vault: Vault, ref: str, reason: str = "") -> WriteResult:
+    """Archive a memory (SPEC §7): status archived, moved to the archive folder, never deleted; the
+    audit log keeps the reason. A memory already archived is left as it is ('unchanged')."""
+    with vault.index.writing():
+        row = vault.resolve(ref)
+        if row["kind"] != "memory":
+            raise VaultmemError(f"{row['path']} is not a memory (it is a {row['kind']} note)")
+        if row["status"] == "archived":
+            return _result("unchanged", row, row["path"], "archived")
+        return _move(vault, row, "archive", "archived", "archived", {"event": "forget", "reason": reason})
+
+
+def _move(vault: Vault, row: dict[str, Any], role: str, status: str, action: str,
+          event: dict[str, Any]) -> WriteResult:
+    """Write the note with its new status into the folder of `role` and remove the old file; nothing
+    is lost if the old file changed meanwhile (the copy is removed and WriteConflict raised)."""
     from .note import parse_note, update_fields
     from .records import content_hash
 
-    row = vault.resolve(ref)
-    if row["kind"] != "memory" or row["status"] != "candidate":
-        raise VaultmemError(f"{row['path']} is not a candidate (status {row['status'] or 'active'})")
     src = vault.root / row["path"]
     data = src.read_bytes()
-    new_text = update_fields(parse_note(data, row["path"]), {"status": "active"})
-    folder = vault.folders["memories"]
+    new_text = update_fields(parse_note(data, row["path"]), {"status": status})
+    folder = vault.folders[role]
     folder.mkdir(parents=True, exist_ok=True)
     for attempt in range(10_000):
         dst = numbered(folder, src.stem, attempt)
@@ -44,6 +59,10 @@ def _confirm(vault: Vault, ref: str) -> WriteResult:
         raise WriteConflict(src)
     src.unlink()
     vault.refresh()
-    vault.audit([{"event": "confirm", "id": row["id"], "path": vault.relpath(dst)}])
-    return WriteResult("confirmed", row["id"], vault.relpath(dst), dst.stem, None, row["type"], row["value"],
-                       row["score"], "active", list(row["tags"]))
+    vault.audit([{**event, "id": row["id"], "path": vault.relpath(dst)}])
+    return _result(action, row, vault.relpath(dst), status)
+
+
+def _result(action: str, row: dict[str, Any], path: str, status: str) -> WriteResult:
+    return WriteResult(action, row["id"], path, path.rpartition("/")[2][:-3], None, row["type"], row["value"],
+                       row["score"], status, list(row["tags"]))

@@ -35,7 +35,7 @@ class Query:
     limit: int | None = None
     type: str | None = None
     source: str | None = None
-    namespace: str | None = None
+    namespace: str | list[str] | None = None  # several: any of them (an agent's own and the shared one)
     lifecycle: str | None = None
     status: list[str] | None = None   # None: everything but superseded, archived and candidate
     include: list[str] = field(default_factory=list)  # hidden statuses to show as well
@@ -114,7 +114,9 @@ def _filter(snap: Snapshot, q: Query, docs: np.ndarray) -> np.ndarray:
     docs = docs[_visible(snap, q)[docs]]
     for column in ("type", "source", "namespace", "lifecycle"):
         wanted = getattr(q, column)
-        if wanted is not None:
+        if isinstance(wanted, (list, tuple)):
+            docs = docs[np.isin(snap.codes[column][docs], [snap.code(column, w) for w in wanted])]
+        elif wanted is not None:
             docs = docs[snap.codes[column][docs] == snap.code(column, wanted)]
     if q.since is not None:
         docs = docs[snap.ts[docs] >= q.since]

@@ -189,6 +189,7 @@ class Snapshot:
     n_base: int = 0
     stamp: tuple = ()  # the generation folder's identity (a rebuild may reuse its number)
     entity_rows: list[tuple[str, str]] = field(default_factory=list)  # what `entities` was made from
+    access_version: str = ""  # the index's count of access folds when `uses` was read
     memo: dict = field(default_factory=dict)  # values derived from the snapshot, computed once
 
     def __post_init__(self) -> None:
@@ -301,7 +302,7 @@ def _read_generation(folder: Path) -> tuple[_Generation, dict[str, np.ndarray], 
 
 def load_snapshot(folder: Path | None, n_base: int, next_doc: int, tombs: np.ndarray, delta_rows: list[tuple],
                   access: list[tuple], entities: list[tuple[str, str]], generation: int,
-                  prev: Snapshot | None = None) -> Snapshot:
+                  prev: Snapshot | None = None, access_version: str = "") -> Snapshot:
     """Assemble a snapshot from a generation folder and the delta rows read in the same transaction
     (`prev`: the snapshot loaded before, whose entity names are kept if no entity changed).
 
@@ -322,14 +323,18 @@ def load_snapshot(folder: Path | None, n_base: int, next_doc: int, tombs: np.nda
     live = _live(size, n_base, tombs, delta)
     uses, last_use = _uses(access, size)
     return Snapshot(generation, live, score, ts, codes, vocab, doclen, uses, last_use, _names(entities, prev), base,
-                    delta, n_base, stamp, entities)
+                    delta, n_base, stamp, entities, access_version)
 
 
 def advance_snapshot(prev: Snapshot, next_doc: int, tombs: np.ndarray, in_delta: set[int], new_rows: list[tuple],
-                     access: list[tuple], entities: list[tuple[str, str]]) -> Snapshot:
+                     access: list[tuple], entities: list[tuple[str, str]], access_version: str = "",
+                     all_uses: bool = True) -> Snapshot:
     """The snapshot after writes within prev's generation: the delta documents still in the delta
     (`in_delta`) are kept, the others dropped, and only the rows added since (`new_rows`, every doc
     past prev's) are read; equal to load_snapshot of the same state.
+
+    `access` holds the uses of every note, or (all_uses False: no access was folded since prev) only
+    those of the documents added since, the others kept from prev.
     """
     size = max(next_doc, prev.n_base)
     kept = [item for item in prev.delta if item[0] in in_delta]
@@ -341,9 +346,14 @@ def advance_snapshot(prev: Snapshot, next_doc: int, tombs: np.ndarray, in_delta:
     vocab = {name: list(values) for name, values in prev.vocab.items()}
     delta = kept + _load_delta(new_rows, score, ts, doclen, codes, vocab)
     live = _live(size, prev.n_base, tombs, delta)
-    uses, last_use = _uses(access, size)
+    if all_uses:
+        uses, last_use = _uses(access, size)
+    else:
+        uses, last_use = _extend(prev.uses, size, np.float32), _extend(prev.last_use, size, np.float64)
+        uses[~live], last_use[~live] = 0, 0  # a dropped document has no note row, so a fresh load reads none
+        _set_uses(uses, last_use, access)
     return Snapshot(prev.generation, live, score, ts, codes, vocab, doclen, uses, last_use, _names(entities, prev),
-                    prev.base, delta, prev.n_base, prev.stamp, entities)
+                    prev.base, delta, prev.n_base, prev.stamp, entities, access_version)
 
 
 def _extend(column: np.ndarray | None, size: int, dtype) -> np.ndarray:
@@ -367,12 +377,16 @@ def _uses(access: list[tuple], size: int) -> tuple[np.ndarray, np.ndarray]:
     """Folded use counts and last use times per document, from (doc, uses, last) rows."""
     uses = np.zeros(size, dtype=np.float32)
     last_use = np.zeros(size, dtype=np.float64)
+    _set_uses(uses, last_use, access)
+    return uses, last_use
+
+
+def _set_uses(uses: np.ndarray, last_use: np.ndarray, access: list[tuple]) -> None:
     if access:
         rows = np.array(access, dtype=np.float64)
         docs = rows[:, 0].astype(np.int64)
-        inside = docs < size
+        inside = docs < len(uses)
         uses[docs[inside]], last_use[docs[inside]] = rows[inside, 1], rows[inside, 2]
-    return uses, last_use
 
 
 def _load_delta(rows, score, ts, doclen, codes, vocab) -> list[tuple[int, dict[str, str]]]:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
 import threading
 import time
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,9 @@ def inside(root: Path, candidate: Path) -> bool:
 
 
 SAVE_WAITS = (0.02, 0.05, 0.1, 0.2, 0.3, 0.4)  # seconds between reads of a note caught mid-save (~1 s in all)
+# the same for a save that landed in the file just replaced: our text stands on disk meanwhile, and an
+# editor that reloads it would save over the person's line, so the first looks come quickly
+RESCUE_WAITS = (0.001, 0.002, 0.004, 0.008, 0.016, 0.05, 0.1, 0.2, 0.3, 0.3)
 _pause = time.sleep  # (a test makes the save land here)
 
 
@@ -83,6 +87,33 @@ def _mid_save(data: bytes, known_sha: str | None) -> bool:
     if not data:
         return True
     return known_sha is not None and not framed(data) and content_hash(data) != known_sha
+
+
+@contextlib.contextmanager
+def _held_open(path: Path) -> Iterator[int | None]:
+    """The note's current file, open for reading while it is replaced (None where an open file cannot
+    be replaced, Windows; or when it is gone): an in-place save that lands in it stays readable."""
+    if os.name != "posix":
+        yield None
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        yield None
+        return
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _read_fd(fd: int) -> bytes:
+    """The whole file behind fd, from its start."""
+    chunks, at = [], 0
+    while chunk := os.pread(fd, 1 << 20, at):
+        chunks.append(chunk)
+        at += len(chunk)
+    return b"".join(chunks)
 
 
 def find_templates() -> Path | None:
@@ -292,7 +323,35 @@ class Vault:
                 raise WriteConflict(path)
 
         unchanged()  # fail early, before the write and its fsync
-        return atomic_write(path, data, durable=durable, before_replace=unchanged)  # and again just before the move
+        with _held_open(path) as old:
+            st = atomic_write(path, data, durable=durable, before_replace=unchanged)  # and again just before the move
+            if old is not None:
+                self._rescue_late_save(path, old, expected_sha, content_hash(data), durable)
+        return st
+
+    def _rescue_late_save(self, path: Path, old: int, expected_sha: str, written_sha: str, durable: bool) -> None:
+        """An editor that opened the note before our move and saved in place after our last check wrote
+        into the file we replaced: its text is put back over ours (if ours is still there) and the
+        write is a WriteConflict, so the caller decides again on the person's text. Raises WriteConflict."""
+        data = _read_fd(old)
+        for pause in RESCUE_WAITS:
+            if content_hash(data) == expected_sha or not _mid_save(data, expected_sha):
+                break
+            _pause(pause)
+            data = _read_fd(old)
+        if content_hash(data) == expected_sha or _mid_save(data, expected_sha):
+            return  # untouched (or emptied and never written again: there is no text to keep)
+
+        def ours_still_there() -> None:
+            try:
+                if content_hash(path.read_bytes()) != written_sha:
+                    raise WriteConflict(path)
+            except FileNotFoundError:
+                raise WriteConflict(path) from None
+
+        with contextlib.suppress(WriteConflict):  # saved again since: that newer save stands
+            atomic_write(path, data, durable=durable, before_replace=ours_still_there)
+        raise WriteConflict(path, "was saved by an editor while it was replaced; the saved text was put back")
 
     def check_folder(self, folder: Path) -> None:
         """Make sure notes may be created in this folder (inside the vault, symlinks resolved); raises
@@ -392,6 +451,22 @@ class Vault:
         from .lifecycle import confirm
 
         return confirm(self, ref)
+
+    def forget(self, ref: str, reason: str = ""):
+        """Archive a memory: status archived, moved to the archive folder (never deleted), audited."""
+        from .lifecycle import forget
+
+        return forget(self, ref, reason)
+
+    def memorable(self, text: str) -> list[str]:
+        """Why a text is worth remembering by the write pipeline's own extraction (a cue, a typed
+        value, a stated preference), or [] for small talk (see memorable.py)."""
+        from .drafts import parse_time
+        from .extract import Extractor
+        from .memorable import reasons
+
+        extractor = self.reused("extractor", None, lambda: Extractor.from_config(self.config))
+        return reasons(extractor.extract(text, parse_time(None)), text)
 
     def add_entity(self, name: str, aliases: Iterable[str] = (), tags: Iterable[str] = ()) -> tuple[str, str]:
         """Create an entity note (or add aliases to it); returns (action, vault path)."""

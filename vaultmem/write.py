@@ -692,7 +692,7 @@ def _remember_many(vault: Vault, items: list[dict[str, Any]], progress: Callable
                 if progress:
                     progress(n)
             writer.finish()
-        vault.index.wrote()  # the next single remember need not rescan what this batch wrote
+        vault.index.wrote(verify=True)  # the next single remember need not rescan what this batch wrote
     return [writer.final(r) for r in results]
 
 

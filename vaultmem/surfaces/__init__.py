@@ -1,1 +1,1 @@
-"""Surfaces over the public API (MCP server, Hermes Agent provider): thin, imported only when used."""
+"""Surfaces over the public API (Hermes Agent provider, MCP server): thin, each call one library call."""
