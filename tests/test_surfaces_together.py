@@ -1,5 +1,5 @@
-"""The surfaces on one vault at once (issue 12): the Hermes provider's threads, CLI processes and
-another process using the library, all writing and reading. Nothing is lost or written twice, and
+"""The surfaces on one vault at once (issue 12): the Hermes provider's threads, CLI processes, an MCP
+server over stdio and another process using the library, all writing and reading. Nothing is lost or written twice, and
 nobody fails with "database is locked"."""
 
 from __future__ import annotations
@@ -12,8 +12,13 @@ import sys
 import threading
 from pathlib import Path
 
+import anyio
+from mcp import Client, StdioServerParameters
+
 from vaultmem import Vault
 from vaultmem.hermes import VaultmemProvider
+
+from .conftest import REPO
 
 WORDS = ("harbor lantern copper meadow violet engine canyon pillow orbit walnut falcon ribbon glacier "
          "saddle tunnel pepper marble quartz shadow timber velvet anchor blossom cobalt dune ember fjord "
@@ -22,6 +27,7 @@ WORDS = ("harbor lantern copper meadow violet engine canyon pillow orbit walnut 
 CLI_PROCS, CLI_EACH = 3, 5
 THREADS, THREAD_EACH = 4, 6
 LIB_EACH = 8
+MCP_EACH = 6
 
 
 def _memory(marker: str, seed: int) -> str:
@@ -45,7 +51,24 @@ print("ok")
 """
 
 
-def test_provider_threads_cli_processes_and_another_library_process_lose_nothing(tmp_path, monkeypatch):
+def _mcp_client(vault_root: Path, texts: list[str], errors: list[str]) -> None:
+    """An MCP client driving a real `vaultmem-mcp` child process: remember each text, recall after each."""
+    params = StdioServerParameters(command=sys.executable, args=["-m", "vaultmem.surfaces.mcp", "--vault", str(vault_root)],
+                                   env={name: os.environ[name] for name in ("VAULTMEM_HOME", "VAULTMEM_DEVICE_ID")},
+                                   cwd=str(REPO))
+
+    async def session() -> None:
+        async with Client(params, mode="legacy") as client:
+            for text in texts:
+                for tool, arguments in (("remember", {"text": text}), ("recall", {"query": text.split()[4], "limit": 3})):
+                    result = await client.call_tool(tool, arguments)
+                    if result.is_error:
+                        errors.append(f"mcp {tool}: {result.content[0].text}")
+
+    anyio.run(session)
+
+
+def test_provider_threads_cli_processes_an_mcp_server_and_another_library_process_lose_nothing(tmp_path, monkeypatch):
     home = tmp_path / "hermes-home"
     home.mkdir()
     monkeypatch.setenv("HERMES_HOME", str(home))
@@ -68,6 +91,11 @@ def test_provider_threads_cli_processes_and_another_library_process_lose_nothing
         marker = _marker("l", n)
         lib_texts.append(_memory(marker, 7_000 + n))
         expected[marker] = lib_texts[-1]
+    mcp_texts = []
+    for n in range(MCP_EACH):
+        marker = _marker("m", n)
+        mcp_texts.append(_memory(marker, 8_000 + n))
+        expected[marker] = mcp_texts[-1]
     thread_texts = {t: [] for t in range(THREADS)}
     for t in range(THREADS):
         for n in range(THREAD_EACH):
@@ -101,6 +129,7 @@ def test_provider_threads_cli_processes_and_another_library_process_lose_nothing
                 errors.append(found["error"])
 
     threads = [threading.Thread(target=agent_thread, args=(t,)) for t in range(THREADS)]
+    threads.append(threading.Thread(target=_mcp_client, args=(vault_root, mcp_texts, errors)))
     for thread in threads:
         thread.start()
     for thread in threads:
