@@ -49,7 +49,11 @@ def parse_time(value: str | dt.datetime | dt.date | None) -> dt.datetime:
             raise VaultmemError("invalid timestamp: use ISO 8601, e.g. 2026-11-29T14:02:11+08:00") from None
     if not isinstance(value, dt.datetime):
         value = dt.datetime(value.year, value.month, value.day)
-    return value.astimezone() if value.tzinfo is None else value
+    value = value.astimezone() if value.tzinfo is None else value
+    offset = value.utcoffset()
+    if offset is not None and offset % dt.timedelta(minutes=1):  # YAML (and Obsidian) keep whole minutes
+        raise VaultmemError("invalid timestamp: its UTC offset must be whole minutes, e.g. +05:30")
+    return value
 
 
 def make_title(body: str) -> str:
@@ -200,7 +204,8 @@ class Drafter:
         content = render_new(meta, body)
         draft.data = content.encode("utf-8")
         rec = draft.record
-        assert rec is not None
+        if rec is None:
+            raise VaultmemError(f"{draft.title!r} cannot supersede a note before it is drafted")
         rec.sha, rec.size = content_hash(draft.data), len(draft.data)
         relink(rec, Note(None, content, meta, body, "\n", True, len(content) - len(body)).links)
 
@@ -256,7 +261,8 @@ def _adopt(drafter: Drafter) -> None:
 
 
 def _draft_chunk(items: list[tuple[str, dict[str, Any]]]) -> list[Draft]:
-    assert _worker_drafter is not None
+    if _worker_drafter is None:
+        raise VaultmemError("a batch worker was started without the batch's drafter")
     return [_worker_drafter.draft(body, fields) for body, fields in items]
 
 

@@ -38,7 +38,7 @@ from operator import attrgetter
 from typing import Any
 
 from .config import defaults
-from .errors import ConfigError
+from .errors import ConfigError, InvalidValue
 from .normalise import DAY_OFFSETS, NORMALISERS
 from .text import LazyPattern
 
@@ -539,7 +539,7 @@ def importance(extraction: Extraction, *, position: str | None = None,
     """
     points, scores = _scale(config)
     if position is not None and position not in POSITIONS:
-        raise ValueError(f"position must be one of {POSITIONS} or None, not {position!r}")
+        raise InvalidValue(f"position must be one of {POSITIONS} or None, not {position!r}")
     key = (tuple(extraction.cues), not extraction.values, not extraction.names, position)  # all a score depends on
     known = scores.get(key)
     if known is None:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import folderstate, text
-from .errors import IndexDamaged
+from .errors import IndexDamaged, VaultmemError
 from .events import log_files, read_new_lines
 from .files import remove_stale_temps, remove_tree
 from .records import Record, encode_terms, index_terms
@@ -475,7 +475,7 @@ class Index(Sidecar):
                 if generation == missing_in:
                     raise IndexDamaged(f"gen-{generation}: {os.path.basename(exc.filename)} is missing") from None
                 missing_in = generation  # a compaction may have switched generations while we read: read again
-        raise RuntimeError("the index kept changing while it was being read")
+        raise VaultmemError("the index kept changing while it was being read; try again")
 
     @staticmethod
     def _same_generation(prev: Snapshot, folder: Path, n_base: int, next_doc: int) -> bool:

@@ -178,7 +178,8 @@ class PendingNotes:
         if pending.record is None:
             from .records import rendered_record
 
-            assert pending.fields is not None
+            if pending.fields is None:
+                raise VaultmemError(f"{rel}: a new note waiting to be written has neither its record nor its fields")
             pending.record = rendered_record(pending.data, *pending.fields, rel, pending.role, (0, len(pending.data)),
                                              self.vault.config["defaults"], like=pending.drafted)
         return pending.record

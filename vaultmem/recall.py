@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import scoring, text
+from .errors import VaultmemError
 from .records import LINK_PREFIX, QUESTION_TERM, TAG_PREFIX
 from .snapshot import Snapshot, named_entities
 
@@ -87,7 +88,7 @@ def recall(vault: Vault, query: Query) -> list[Hit]:
         if hits is not None:
             break
     else:
-        raise RuntimeError("the index kept changing during recall")
+        raise VaultmemError("the index kept changing during recall; try again")
     record = vault.config["reinforcement"]["record_access"] if query.record_access is None else query.record_access
     if record and hits:
         vault.record_access([h.id for h in hits], now)

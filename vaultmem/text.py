@@ -15,6 +15,8 @@ from itertools import chain
 from operator import add
 from typing import Any
 
+from .errors import InvalidValue
+
 __all__ = [
     "STOPWORDS",
     "TOKENIZER_VERSION",
@@ -166,7 +168,7 @@ def query_terms(text: str) -> list[str]:
 def char_ngrams(s: str, n: int) -> list[str]:
     """Return every length-n substring of s in order; a non-empty s shorter than n yields itself."""
     if n < 1:
-        raise ValueError(f"n-gram length must be at least 1, got {n}")
+        raise InvalidValue(f"n-gram length must be at least 1, got {n}")
     if len(s) < n:
         return [s] if s else []
     # Adding shifted copies with map() builds the n-grams in C, faster than slicing in a loop.
