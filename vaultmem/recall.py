@@ -79,6 +79,7 @@ def recall(vault: Vault, query: Query) -> list[Hit]:
     cfg = vault.config["ranking"]
     limit = int(query.limit or cfg["limit"])
     now = time.time() if query.now is None else query.now
+    vault.index.catch_up(wait=False)  # a clone, a pull, a copied note: seen without a full refresh
     for _ in range(3):
         snap = vault.index.snapshot()
         ranked = _rank(snap, query, vault.config, now, vault.index.rows)

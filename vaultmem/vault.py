@@ -469,10 +469,15 @@ class Vault:
         return reasons(extractor.extract(text, parse_time(None)), text)
 
     def add_entity(self, name: str, aliases: Iterable[str] = (), tags: Iterable[str] = ()) -> tuple[str, str]:
-        """Create an entity note (or add aliases to it); returns (action, vault path)."""
+        """Create an entity note (or add aliases to it); returns (action, vault path). An entity a
+        clone or a pull brought (not indexed yet) is found by its title or an alias, not made twice."""
         from .links import add_entity
 
-        return add_entity(self, name, aliases, tags=tags)
+        with self.index.writing():
+            self.index.catch_up()
+            result = add_entity(self, name, aliases, tags=tags)
+            self.index.wrote()
+        return result
 
     def recall(self, query: str = "", **options: Any):
         """Recall memories for free text and/or tags. Options are the fields of recall.Query
