@@ -150,7 +150,12 @@ def _tag_postings(snap: Snapshot, q: Query, terms: list[str]) -> tuple[list[np.n
         required = docs if required is None else np.intersect1d(required, docs, assume_unique=True)
         found.append(docs)
     words = [t for t in terms if t not in wanted]
-    found.extend(snap.postings(TAG_PREFIX + w)[0] for w in words)
+    written = text.unstemmed(q.text) if words else {}
+    for word in words:  # one slot per query word: its stem or the word as written names the tag
+        docs = snap.postings(TAG_PREFIX + word)[0]
+        for variant in written.get(word, ()):
+            docs = np.union1d(docs, snap.postings(TAG_PREFIX + variant)[0])
+        found.append(docs)
     return found, required, len(wanted) + len(words)
 
 

@@ -165,6 +165,18 @@ def query_terms(text: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def unstemmed(text: str) -> dict[str, list[str]]:
+    """Each stemmed query term of a text's words and the words as written that it came from, where
+    they differ ({"bill": ["billing"]}): a tag is matched as written, so `billing` finds #billing."""
+    out: dict[str, list[str]] = {}
+    for word in _WORD.findall(normalize(text)):
+        word = word.strip("-._")
+        stemmed = stem(word)
+        if stemmed != word and word not in out.setdefault(stemmed, []):
+            out[stemmed].append(word)
+    return out
+
+
 def char_ngrams(s: str, n: int) -> list[str]:
     """Return every length-n substring of s in order; a non-empty s shorter than n yields itself."""
     if n < 1:
