@@ -246,10 +246,10 @@ def test_a_name_taken_while_the_workers_create_the_notes_moves_its_early_index_r
     assert (vault.root / reserved).read_text(encoding="utf-8") == "a person's note\n"
     assert vault.resolve(results[0].id)["path"] == moved
     assert all(row["id"] != results[0].id for row in vault.index.select_notes("path = ?", (reserved,)))
+    assert vault.refresh().parsed == 1  # the person's note, nothing of the batch's (before a recall catches up)
     assert [h.path for h in vault.recall("deploy window Friday")][:1] == [moved]
     day = (vault.root / "episodes" / "2026-11-02.md").read_text(encoding="utf-8")  # planned with the old name
     assert "[[Deploy window is Friday 18 00 2]]" in day and "[[Deploy window is Friday 18 00]]" not in day
-    assert vault.refresh().parsed == 1  # the person's note, nothing of the batch's
 
 
 def test_a_day_note_saved_while_the_batch_creates_its_notes_keeps_the_persons_text(vault, monkeypatch):

@@ -96,15 +96,16 @@ def test_filters(vault, now):
                                             namespace="hermes", lifecycle="task", timestamp=iso(1, now)))
     vault.refresh()
     ids = lambda **kw: sorted(h.id for h in vault.recall("release plan", now=now, **kw))  # noqa: E731
-    assert ids() == ["F1", "F2"]
-    assert ids(type="decision") == ["F1"]
-    assert ids(source="hermes") == ["F2"]
+    assert ids() == ["F1"]  # by default the shared space and the caller's own, not the hermes agent's
+    assert ids(namespace="*") == ["F1", "F2"]
+    assert ids(type="decision", namespace="*") == ["F1"]
+    assert ids(source="hermes", namespace="*") == ["F2"]
     assert ids(namespace="hermes") == ["F2"]
     assert ids(namespace=["hermes", "shared"]) == ["F1", "F2"]  # an agent reads its own and the shared space
     assert ids(namespace=["coder", "shared"]) == ["F1"]
     assert ids(namespace=["nobody"]) == []
     assert ids(lifecycle="fact") == ["F1"]
-    assert ids(since=now - 5 * DAY) == ["F2"]
+    assert ids(since=now - 5 * DAY, namespace="*") == ["F2"]
     assert ids(until=now - 5 * DAY) == ["F1"]
     assert ids(type="nonexistent") == []
 

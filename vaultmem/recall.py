@@ -9,7 +9,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 HIDDEN_STATUSES = ("superseded", "archived", "candidate")
 _RECENT = text.LazyPattern(r"\b(latest|recent|recently|newest|last time|lately|most recent)\b|最近|上次|最新|近来|近期|刚才")
 _MAX_ENTITY_HITS = 8
+SHARED = "shared"  # the namespace every agent reads (SPEC §8)
+ALL_NAMESPACES = "*"
 
 
 @dataclass
@@ -36,7 +38,7 @@ class Query:
     limit: int | None = None
     type: str | None = None
     source: str | None = None
-    namespace: str | list[str] | None = None  # several: any of them (an agent's own and the shared one)
+    namespace: str | list[str] | None = None  # several: any of them; None: visible_namespaces(); "*": all
     lifecycle: str | None = None
     status: list[str] | None = None   # None: everything but superseded, archived and candidate
     include: list[str] = field(default_factory=list)  # hidden statuses to show as well
@@ -74,8 +76,28 @@ class Hit:
         return asdict(self)
 
 
+def visible_namespaces(config: dict[str, Any], given: str | list[str] | None) -> list[str] | None:
+    """The namespaces a recall reads (None: every one).
+
+    Given none, a caller reads `shared` and its own namespace, never other agents' private notes: its
+    own is $VAULTMEM_NAMESPACE (how a process says which agent it is), else the vault's default
+    namespace (config defaults.namespace, where a write without a namespace goes); and the notes that
+    have none (an unparsable one). `"*"` (alone or in
+    a list) reads every namespace, as a person reviewing the vault may; any other name reads only it.
+    """
+    if given is None:
+        own = os.environ.get("VAULTMEM_NAMESPACE", "").strip() or str(config["defaults"]["namespace"])
+        # "": a note whose frontmatter cannot be read has no namespace, and must not drop out of recall
+        return list(dict.fromkeys([SHARED, own, ""]))
+    names = [given] if isinstance(given, str) else list(given)
+    return None if ALL_NAMESPACES in names else names
+
+
 def recall(vault: Vault, query: Query) -> list[Hit]:
-    """Rank the vault's memories for a query; records access events for the hits when configured."""
+    """Rank the vault's memories for a query; records access events for the hits when configured.
+
+    It reads the namespaces of visible_namespaces(): by default `shared` and the caller's own."""
+    query = replace(query, namespace=visible_namespaces(vault.config, query.namespace))
     cfg = vault.config["ranking"]
     limit = int(query.limit or cfg["limit"])
     now = time.time() if query.now is None else query.now
