@@ -94,6 +94,16 @@ class PendingNotes:
             raise StaleNote(rel, data)
         self._open[rel] = _Pending(data, known_sha)
 
+    def peek(self, rel: str) -> tuple[dict[str, Any], str]:
+        """The properties and body a loaded (or waiting) note has now, edits so far included."""
+        from .note import parse_note
+
+        pending = self._open[rel]
+        if pending.source is not None:
+            return pending.fields or pending.source()
+        note = parse_note(pending.data, rel)
+        return note.meta, note.body
+
     def edit(self, rel: str, edit: Edit) -> tuple[dict[str, Any], str]:
         """Change a note (waiting, or read from disk now); returns its new properties and body.
 
