@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, fields as dataclass_fields
 from typing import TYPE_CHECKING, Any
 
 from . import text
+from .extract import TITLE_CUES
 from .errors import VaultmemError
 from .records import Record, encode_terms
 from .vault import new_ulid, safe_filename
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
 TITLE_CHARS = 60
 PARALLEL_MIN = 2000  # below this many memories, starting worker processes costs more than it saves
 CHUNK = 250  # memories per worker job
+_LEADING_CUES = re.compile(  # one or more framing cues at the start, with the punctuation after them
+    r"^(?:(?:" + "|".join(re.escape(c).replace("'", "['’]") for c in sorted(TITLE_CUES, key=len, reverse=True))
+    + r")(?![a-z])[\s:：,，、!！.。—-]*)+", re.IGNORECASE)
 _LINK = re.compile(r"\[\[([^\]|#]*)(?:#[^\]|]*)?(?:\|([^\]]*))?\]\]")
 KEY_ORDER = ("id", "type", "value", "score", "timestamp", "tags", "source", "lifecycle", "trust", "status",
              "supersedes", "namespace", "episode", "version")
@@ -57,9 +61,12 @@ def parse_time(value: str | dt.datetime | dt.date | None) -> dt.datetime:
 
 
 def make_title(body: str) -> str:
-    """A readable title from a memory's first line: at most TITLE_CHARS characters, cut at a word."""
+    """A readable title from a memory's first line without a leading cue ("记住：", "remember:",
+    "from now on,"): at most TITLE_CHARS characters, cut at a word."""
     line = next((ln.strip(" #-*>\t") for ln in body.splitlines() if ln.strip()), "")
     line = _LINK.sub(lambda m: m.group(2) or m.group(1), line)
+    bare = _LEADING_CUES.sub("", line)
+    line = bare[:1].upper() + bare[1:] if bare.strip() and bare != line else line
     if len(line) <= TITLE_CHARS:
         return line
     cut = line[:TITLE_CHARS]

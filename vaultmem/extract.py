@@ -194,6 +194,12 @@ _BUILTIN_CUES = {
                "every time", "going forward"),
 }
 
+# Cue phrases that only frame a memory ("记住：", "remember:", "from now on"): a title leaves them out.
+# Not "always", "never again", "每次": those are what the memory says; nor "remind me", "remember to".
+TITLE_CUES = tuple(p for p in (*_BUILTIN_CUES["remember"], *_BUILTIN_CUES["later"], "from now on", "going forward",
+                                "从现在起", "从今以后", "今后")
+                   if p not in ("remind me", "remember to", "提醒我"))
+
 
 class Extractor:
     """Finds values, cues and names by rule; build it once per vault config, call extract() often."""
