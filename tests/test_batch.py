@@ -104,12 +104,12 @@ def test_a_name_taken_after_it_was_reserved_is_written_under_the_next_one(vault,
     monkeypatch.setattr(PendingNotes, "flush", someone_saves_that_name_first)
     results = vault.remember_many([{"text": "Deploy window is Friday 18:00", "timestamp": "2026-11-02T10:00:00+00:00"},
                                    {"text": "Rollback owner is Dana", "timestamp": "2026-11-02T10:05:00+00:00"}])
-    assert results[0].path == "memories/Deploy window is Friday 18 00 2.md"
-    assert results[0].title == "Deploy window is Friday 18 00 2"
-    assert (vault.root / "memories/Deploy window is Friday 18 00.md").read_text(encoding="utf-8") == "a person's note\n"
+    assert results[0].path == "memories/Deploy window is Friday 18∶00 2.md"
+    assert results[0].title == "Deploy window is Friday 18∶00 2"
+    assert (vault.root / "memories/Deploy window is Friday 18∶00.md").read_text(encoding="utf-8") == "a person's note\n"
     assert vault.resolve(results[0].id)["path"] == results[0].path
     day = (vault.root / "episodes/2026-11-02.md").read_text(encoding="utf-8")
-    assert "[[Deploy window is Friday 18 00 2]]" in day
+    assert "[[Deploy window is Friday 18∶00 2]]" in day
 
 
 def test_a_note_saved_by_a_person_while_a_batch_merges_into_it_keeps_both(vault, monkeypatch):
@@ -241,15 +241,15 @@ def test_a_name_taken_while_the_workers_create_the_notes_moves_its_early_index_r
     monkeypatch.setattr(pending.PendingNotes, "flush", someone_saves_that_name_first)
     results = vault.remember_many([{"text": "Deploy window is Friday 18:00", "timestamp": "2026-11-02T10:00:00+00:00"},
                                    {"text": "Rollback owner is Dana", "timestamp": "2026-11-02T10:05:00+00:00"}])
-    reserved, moved = "memories/Deploy window is Friday 18 00.md", "memories/Deploy window is Friday 18 00 2.md"
+    reserved, moved = "memories/Deploy window is Friday 18∶00.md", "memories/Deploy window is Friday 18∶00 2.md"
     assert results[0].path == moved
     assert (vault.root / reserved).read_text(encoding="utf-8") == "a person's note\n"
     assert vault.resolve(results[0].id)["path"] == moved
     assert all(row["id"] != results[0].id for row in vault.index.select_notes("path = ?", (reserved,)))
+    assert vault.refresh().parsed == 1  # the person's note, nothing of the batch's (before a recall catches up)
     assert [h.path for h in vault.recall("deploy window Friday")][:1] == [moved]
     day = (vault.root / "episodes" / "2026-11-02.md").read_text(encoding="utf-8")  # planned with the old name
-    assert "[[Deploy window is Friday 18 00 2]]" in day and "[[Deploy window is Friday 18 00]]" not in day
-    assert vault.refresh().parsed == 1  # the person's note, nothing of the batch's
+    assert "[[Deploy window is Friday 18∶00 2]]" in day and "[[Deploy window is Friday 18∶00]]" not in day
 
 
 def test_a_day_note_saved_while_the_batch_creates_its_notes_keeps_the_persons_text(vault, monkeypatch):
@@ -274,7 +274,7 @@ def test_a_day_note_saved_while_the_batch_creates_its_notes_keeps_the_persons_te
                          {"text": "Rollback owner is Dana", "timestamp": "2026-11-03T09:05:00+00:00"}])
     text = saved.read_text(encoding="utf-8")
     assert text.startswith("# My day\n\nWrote this by hand.\n") and "[[Rollback owner is Dana]]" in text
-    assert "[[Deploy window is Friday 18 00]]" in (vault.root / "episodes" / "2026-11-02.md").read_text(encoding="utf-8")
+    assert "[[Deploy window is Friday 18∶00]]" in (vault.root / "episodes" / "2026-11-02.md").read_text(encoding="utf-8")
     rows = {row["path"]: row for row in vault.index.select_notes("kind = 'episode'")}
     for rel in ("episodes/2026-11-02.md", "episodes/2026-11-03.md"):
         st = (vault.root / rel).stat()

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from vaultmem.config import defaults, load_config
-from vaultmem.errors import ConfigError
+from vaultmem.errors import ConfigError, VaultmemError
 from vaultmem.extract import Extraction, Extractor, Value, _Words, importance
 
 # Friday 27 November 2026, 10:00 in Shanghai
@@ -357,7 +357,7 @@ def test_importance_follows_an_edited_config():
 
 
 def test_importance_rejects_an_unknown_position():
-    with pytest.raises(ValueError, match="position"):
+    with pytest.raises(VaultmemError, match="position"):
         importance(ext(), position="middle")
 
 

@@ -13,7 +13,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vaultmem.errors import NoteFormatError
+from vaultmem.errors import NoteFormatError, VaultmemError
 from vaultmem.note import (
     DELETE,
     extract_inline_tags,
@@ -389,20 +389,20 @@ def test_render_new_crlf_and_escapes():
 
 @pytest.mark.parametrize("value", [{"a": 1}, [[1]], {1, 2}, (1, 2), object(), b"bytes", [{"a": 1}]])
 def test_only_flat_values_can_be_written(value):
-    with pytest.raises(TypeError):
+    with pytest.raises(VaultmemError):
         render_new({"k": value}, "")
-    with pytest.raises(TypeError):
+    with pytest.raises(VaultmemError):
         update_fields(parse_note("---\nk: 1\n---\n"), {"k": value})
 
 
 def test_property_names_must_be_text():
-    with pytest.raises(TypeError):
+    with pytest.raises(VaultmemError):
         render_new({1: "x"}, "")
 
 
 def test_sub_minute_utc_offsets_are_refused():
     odd = datetime(2024, 1, 1, tzinfo=timezone(timedelta(seconds=30)))
-    with pytest.raises(ValueError):
+    with pytest.raises(VaultmemError):
         render_new({"t": odd}, "")
 
 

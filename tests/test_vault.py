@@ -49,7 +49,9 @@ def test_memory_root_cannot_escape_the_vault(tmp_path):
 
 @pytest.mark.parametrize("title, expected", [
     ("../../etc/passwd", ".. .. etc passwd"),
-    ('a*b"c<d>e:f|g?h#i^j[k]l\\m', "a b c d e f g h i j k l m"),
+    # look-alikes for what a file name cannot hold (issue 13 item 6); the path separators become spaces
+    ('a*b"c<d>e:f|g?h#i^j[k]l\\m/n', "a\u2217b\u201dc\u2039d\u203ae\u2236f\u2223g\uff1fh\uff03i\u02c4j\u27e6k\u27e7l m n"),
+    ("Deploy window is Tuesday 22:00", "Deploy window is Tuesday 22\u223600"),
     ("CON", "CON_"),
     ("nul.txt", "nul.txt_"),
     ("   ...   ", "memory"),

@@ -111,6 +111,8 @@ class DoctorReport:
     unparsable: list[dict[str, str]] = field(default_factory=list)
     bad_log_lines: list[dict[str, Any]] = field(default_factory=list)  # {path, line, problem}: skipped events
     duplicate_ids: dict[str, list[str]] = field(default_factory=dict)
+    # {paths, reason}: memories the write pipeline keeps as one note (dedup.duplicate_groups)
+    duplicate_memories: list[dict[str, Any]] = field(default_factory=list)
     missing_ids: list[str] = field(default_factory=list)
     broken_links: list[dict[str, str]] = field(default_factory=list)
     drift: dict[str, int] = field(default_factory=dict)
@@ -119,7 +121,8 @@ class DoctorReport:
     @property
     def ok(self) -> bool:
         """True when no problem was found."""
-        return not (self.unparsable or self.bad_log_lines or self.duplicate_ids or self.broken_links or self.warnings)
+        return not (self.unparsable or self.bad_log_lines or self.duplicate_ids or self.duplicate_memories
+                    or self.broken_links or self.warnings)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -127,7 +130,7 @@ class DoctorReport:
 
 
 def doctor(vault: Vault) -> DoctorReport:
-    """Notes that cannot be parsed, duplicate or missing ids, broken links and index drift."""
+    """Notes that cannot be parsed, duplicate ids and memories, missing ids, broken links and index drift."""
     report = DoctorReport(drift=_drift(vault))
     vault.refresh()
     report.warnings += [f"the index was damaged ({damage}); it has been rebuilt from the notes"
@@ -138,6 +141,7 @@ def doctor(vault: Vault) -> DoctorReport:
     for r in rows:
         by_id.setdefault(r["id"], []).append(r["path"])
     report.duplicate_ids = {i: paths for i, paths in by_id.items() if len(paths) > 1}
+    report.duplicate_memories = _duplicate_memories(vault, rows)
     # a daily episode note is named by its date; memories and entities need an id to be linked safely
     report.missing_ids = [r["path"] for r in rows
                           if r["id"].startswith("path-") and not r["error"] and r["kind"] != "episode"]
@@ -148,6 +152,17 @@ def doctor(vault: Vault) -> DoctorReport:
     if not getattr(yaml, "__with_libyaml__", False):
         report.warnings.append("PyYAML has no libyaml: indexing is about 8x slower (install PyYAML with libyaml)")
     return report
+
+
+def _duplicate_memories(vault: Vault, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Live memories that restate each other, oldest first (superseded and archived ones are history)."""
+    from .dedup import duplicate_groups
+
+    settings = vault.config["write"]
+    live = sorted((r for r in rows if r["kind"] == "memory" and r["status"] in ("active", "candidate")
+                   and not r["error"]), key=lambda r: (r["ts"], r["path"]))
+    return duplicate_groups(((r["path"], r["namespace"], r["fp"], r["type"], r["value"], text.plain_text(r["body"]))
+                             for r in live), settings["merge_types"], float(settings["near_duplicate"]))
 
 
 def _drift(vault: Vault) -> dict[str, int]:

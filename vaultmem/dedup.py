@@ -100,3 +100,57 @@ class BatchKeys:
             for owner in self._owners.get((namespace, key), ()):
                 found[owner] = None
         return list(found)
+
+
+def duplicate_groups(memories: Iterable[tuple[str, str, str, str, str, str]], merge_types: Iterable[str],
+                     threshold: float) -> list[dict[str, object]]:
+    """Memories that the write pipeline would have kept as one note, found among notes already there
+    (two devices that wrote the same fact before syncing, a copied note): `doctor` reports them.
+
+    Args:
+        memories: (path, namespace, fingerprint, type, value, plain text) of each live memory.
+        merge_types: the types whose same value makes one memory (config write.merge_types).
+        threshold: the near-duplicate likeness at which a restatement merges (1 or more: off).
+    Returns:
+        [{"paths": [...], "reason": ...}], each path in one group at most, oldest path order kept.
+    """
+    merging = set(merge_types)
+    owner: dict[str, str] = {}  # path -> the first path of its group (union by first seen)
+    reasons: dict[str, str] = {}
+    first_of: dict[tuple, str] = {}
+    by_key: dict[tuple[str, int], list[tuple[str, str]]] = {}
+
+    def join(path: str, other: str, reason: str) -> None:
+        root_path, root_other = _root(owner, path), _root(owner, other)
+        if root_path != root_other:
+            owner[root_path] = root_other
+            reasons.setdefault(root_other, reason)
+
+    for path, namespace, fp, kind, value, plain in memories:
+        owner.setdefault(path, path)
+        keys: list[tuple] = [("fp", namespace, fp)]
+        if value and kind in merging:
+            keys.append(("value", namespace, kind, value))
+        for key in keys:
+            found = first_of.setdefault(key, path)
+            if found != path:
+                join(path, found, "the same text" if key[0] == "fp" else f"the same {kind} {value}")
+        if threshold < 1:
+            for sketch in sketch_keys(plain):
+                for other, other_plain in by_key.get((namespace, sketch), ()):
+                    if _root(owner, other) != _root(owner, path):
+                        likeness = max(restates(plain, other_plain), restates(other_plain, plain))
+                        if likeness >= threshold:
+                            join(path, other, f"a restatement ({likeness:.2f})")
+                by_key.setdefault((namespace, sketch), []).append((path, plain))
+    groups: dict[str, list[str]] = {}
+    for path in owner:
+        groups.setdefault(_root(owner, path), []).append(path)
+    return [{"paths": paths, "reason": reasons.get(root, "")} for root, paths in groups.items() if len(paths) > 1]
+
+
+def _root(owner: dict[str, str], path: str) -> str:
+    while owner[path] != path:
+        owner[path] = owner[owner[path]]
+        path = owner[path]
+    return path

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, fields as dataclass_fields
 from typing import TYPE_CHECKING, Any
 
 from . import text
+from .extract import TITLE_CUES
 from .errors import VaultmemError
 from .records import Record, encode_terms
 from .vault import new_ulid, safe_filename
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
 TITLE_CHARS = 60
 PARALLEL_MIN = 2000  # below this many memories, starting worker processes costs more than it saves
 CHUNK = 250  # memories per worker job
+_LEADING_CUES = re.compile(  # one or more framing cues at the start, with the punctuation after them
+    r"^(?:(?:" + "|".join(re.escape(c).replace("'", "['’]") for c in sorted(TITLE_CUES, key=len, reverse=True))
+    + r")(?![a-z])[\s:：,，、!！.。—-]*)+", re.IGNORECASE)
 _LINK = re.compile(r"\[\[([^\]|#]*)(?:#[^\]|]*)?(?:\|([^\]]*))?\]\]")
 KEY_ORDER = ("id", "type", "value", "score", "timestamp", "tags", "source", "lifecycle", "trust", "status",
              "supersedes", "namespace", "episode", "version")
@@ -49,13 +53,20 @@ def parse_time(value: str | dt.datetime | dt.date | None) -> dt.datetime:
             raise VaultmemError("invalid timestamp: use ISO 8601, e.g. 2026-11-29T14:02:11+08:00") from None
     if not isinstance(value, dt.datetime):
         value = dt.datetime(value.year, value.month, value.day)
-    return value.astimezone() if value.tzinfo is None else value
+    value = value.astimezone() if value.tzinfo is None else value
+    offset = value.utcoffset()
+    if offset is not None and offset % dt.timedelta(minutes=1):  # YAML (and Obsidian) keep whole minutes
+        raise VaultmemError("invalid timestamp: its UTC offset must be whole minutes, e.g. +05:30")
+    return value
 
 
 def make_title(body: str) -> str:
-    """A readable title from a memory's first line: at most TITLE_CHARS characters, cut at a word."""
+    """A readable title from a memory's first line without a leading cue ("记住：", "remember:",
+    "from now on,"): at most TITLE_CHARS characters, cut at a word."""
     line = next((ln.strip(" #-*>\t") for ln in body.splitlines() if ln.strip()), "")
     line = _LINK.sub(lambda m: m.group(2) or m.group(1), line)
+    bare = _LEADING_CUES.sub("", line)
+    line = bare[:1].upper() + bare[1:] if bare.strip() and bare != line else line
     if len(line) <= TITLE_CHARS:
         return line
     cut = line[:TITLE_CHARS]
@@ -200,7 +211,8 @@ class Drafter:
         content = render_new(meta, body)
         draft.data = content.encode("utf-8")
         rec = draft.record
-        assert rec is not None
+        if rec is None:
+            raise VaultmemError(f"{draft.title!r} cannot supersede a note before it is drafted")
         rec.sha, rec.size = content_hash(draft.data), len(draft.data)
         relink(rec, Note(None, content, meta, body, "\n", True, len(content) - len(body)).links)
 
@@ -256,7 +268,8 @@ def _adopt(drafter: Drafter) -> None:
 
 
 def _draft_chunk(items: list[tuple[str, dict[str, Any]]]) -> list[Draft]:
-    assert _worker_drafter is not None
+    if _worker_drafter is None:
+        raise VaultmemError("a batch worker was started without the batch's drafter")
     return [_worker_drafter.draft(body, fields) for body, fields in items]
 
 

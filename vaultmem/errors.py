@@ -9,6 +9,10 @@ class VaultmemError(Exception):
     """Base of all vaultmem errors; its message is one sentence a user can act on."""
 
 
+class InvalidValue(VaultmemError, ValueError):
+    """A value given to vaultmem cannot be used (a ValueError too, for code that catches those)."""
+
+
 class VaultNotFound(VaultmemError):
     """No vault was named, or the named folder is not a vault."""
 

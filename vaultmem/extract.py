@@ -38,7 +38,7 @@ from operator import attrgetter
 from typing import Any
 
 from .config import defaults
-from .errors import ConfigError
+from .errors import ConfigError, InvalidValue
 from .normalise import DAY_OFFSETS, NORMALISERS
 from .text import LazyPattern
 
@@ -193,6 +193,12 @@ _BUILTIN_CUES = {
     "always": ("以后都", "从现在起", "从今以后", "今后", "每次", "一律", "from now on", "always", "never again",
                "every time", "going forward"),
 }
+
+# Cue phrases that only frame a memory ("记住：", "remember:", "from now on"): a title leaves them out.
+# Not "always", "never again", "每次": those are what the memory says; nor "remind me", "remember to".
+TITLE_CUES = tuple(p for p in (*_BUILTIN_CUES["remember"], *_BUILTIN_CUES["later"], "from now on", "going forward",
+                                "从现在起", "从今以后", "今后")
+                   if p not in ("remind me", "remember to", "提醒我"))
 
 
 class Extractor:
@@ -539,7 +545,7 @@ def importance(extraction: Extraction, *, position: str | None = None,
     """
     points, scores = _scale(config)
     if position is not None and position not in POSITIONS:
-        raise ValueError(f"position must be one of {POSITIONS} or None, not {position!r}")
+        raise InvalidValue(f"position must be one of {POSITIONS} or None, not {position!r}")
     key = (tuple(extraction.cues), not extraction.values, not extraction.names, position)  # all a score depends on
     known = scores.get(key)
     if known is None:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import folderstate, text
-from .errors import IndexDamaged
+from .errors import IndexDamaged, VaultmemError
 from .events import log_files, read_new_lines
 from .files import remove_stale_temps, remove_tree
 from .records import Record, encode_terms, index_terms
@@ -131,10 +131,19 @@ class Index(Sidecar):
             folderstate.store_scanned(self, folders)
             return stats
 
-    def catch_up(self) -> RefreshStats | None:
+    def catch_up(self, wait: bool = True) -> RefreshStats | None:
         """Refresh if a note may have been created, renamed or deleted since the index last looked (a
-        clone, a pull, a killed write: see folderstate.py); for a writer, which must see every note."""
-        with self._write_lock():
+        clone, a pull, a killed write: see folderstate.py); None when nothing changed.
+
+        A writer (wait True) checks under the writers' lock, which it goes on holding while it writes.
+        A reader (wait False) checks first without it, and while another writer is at work answers
+        from what is indexed (stats.skipped) rather than wait for, say, a whole batch.
+        """
+        if not wait and folderstate.unchanged(self):
+            return None
+        with self._write_lock(wait) as held:
+            if not held:
+                return RefreshStats(skipped=True)
             self._wrote_in.clear()
             return None if folderstate.unchanged(self) else self.refresh()
 
@@ -475,7 +484,7 @@ class Index(Sidecar):
                 if generation == missing_in:
                     raise IndexDamaged(f"gen-{generation}: {os.path.basename(exc.filename)} is missing") from None
                 missing_in = generation  # a compaction may have switched generations while we read: read again
-        raise RuntimeError("the index kept changing while it was being read")
+        raise VaultmemError("the index kept changing while it was being read; try again")
 
     @staticmethod
     def _same_generation(prev: Snapshot, folder: Path, n_base: int, next_doc: int) -> bool:

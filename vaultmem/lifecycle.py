@@ -13,8 +13,10 @@ if TYPE_CHECKING:
 
 
 def confirm(vault: Vault, ref: str) -> WriteResult:
-    """Promote a candidate from the inbox: status active, moved to the memories folder."""
+    """Promote a candidate from the inbox: status active, moved to the memories folder. A candidate
+    a clone or a pull brought (not indexed yet) is found as well (Index.catch_up)."""
     with vault.index.writing():
+        vault.index.catch_up()
         row = vault.resolve(ref)
         if row["kind"] != "memory" or row["status"] != "candidate":
             raise VaultmemError(f"{row['path']} is not a candidate (status {row['status'] or 'active'})")
@@ -25,6 +27,7 @@ def forget(vault: Vault, ref: str, reason: str = "") -> WriteResult:
     """Archive a memory (SPEC §7): status archived, moved to the archive folder, never deleted; the
     audit log keeps the reason. A memory already archived is left as it is ('unchanged')."""
     with vault.index.writing():
+        vault.index.catch_up()
         row = vault.resolve(ref)
         if row["kind"] != "memory":
             raise VaultmemError(f"{row['path']} is not a memory (it is a {row['kind']} note)")
@@ -58,7 +61,9 @@ def _move(vault: Vault, row: dict[str, Any], role: str, status: str, action: str
         dst.unlink()
         raise WriteConflict(src)
     src.unlink()
-    vault.refresh()
+    # the two files it changed, not a rescan of the vault (which costs ~0.1 s at 10k notes)
+    vault.index.upsert([vault.record_for(dst)], gone=[row["path"]])
+    vault.index.wrote()
     vault.audit([{**event, "id": row["id"], "path": vault.relpath(dst)}])
     return _result(action, row, vault.relpath(dst), status)
 

@@ -13,7 +13,7 @@ from functools import cache, cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from vaultmem.errors import NoteFormatError
+from vaultmem.errors import InvalidValue, NoteFormatError
 from vaultmem.plainyaml import (ASK_YAML, INDICATORS, STR_TAG, bounded, error_at, fast_meta, plain_value, shallow,
                                 yaml_tag)
 from vaultmem.text import LazyPattern
@@ -337,10 +337,10 @@ def render_new(meta: dict[str, Any], body: str, newline: str = "\n") -> str:
     """The text of a new note in vaultmem's style: one `key: value` line a property, flow lists.
 
     Raises:
-        TypeError: a value is not text, a number, a boolean, a date, None or a flat list of those.
+        InvalidValue: a value is not text, a number, a boolean, a date, None or a flat list of those.
     """
     if newline not in ("\n", "\r\n"):
-        raise ValueError(f"newline must be '\\n' or '\\r\\n', not {newline!r}")
+        raise InvalidValue(f"newline must be '\\n' or '\\r\\n', not {newline!r}")
     for key, value in meta.items():
         _check(key, value)
     return f"---{newline}{_new_lines(meta, newline)}---{newline}{body}"
@@ -363,16 +363,16 @@ def _new_value(value: Any) -> str:
 
 
 def _check(key: Any, value: Any) -> None:
-    """Raise TypeError unless this property can be written as a flat Obsidian property."""
+    """Raise InvalidValue unless this property can be written as a flat Obsidian property."""
     if not isinstance(key, str):
-        raise TypeError(f"property names must be text, not {key!r}")
+        raise InvalidValue(f"property names must be text, not {key!r}")
     if len(key) > 1000:  # YAML cannot read a longer key on one line
-        raise ValueError(f"property name {key[:20]!r}… is longer than 1000 characters")
+        raise InvalidValue(f"property name {key[:20]!r}… is longer than 1000 characters")
     if type(value) is str:  # the common case, decided without a loop
         return
     for item in value if isinstance(value, list) else [value]:
         if not isinstance(item, _SCALAR_TYPES):
-            raise TypeError(f"property {key!r}: only text, numbers, booleans, dates, None and flat lists of "
+            raise InvalidValue(f"property {key!r}: only text, numbers, booleans, dates, None and flat lists of "
                             f"those can be written, not {type(item).__name__}")
 
 
@@ -441,7 +441,7 @@ def _datetime(value: datetime) -> str:
     """ISO 8601 with the offset kept; YAML timestamps only carry whole-minute offsets."""
     offset = value.utcoffset()
     if offset is not None and offset % timedelta(minutes=1):
-        raise ValueError(f"{value.isoformat()}: a YAML timestamp's UTC offset must be whole minutes")
+        raise InvalidValue(f"{value.isoformat()}: a YAML timestamp's UTC offset must be whole minutes")
     return value.isoformat()
 
 
@@ -493,7 +493,7 @@ def update_fields(note: Note, changes: dict[str, Any]) -> str:
     Args:
         changes: property -> new value, or DELETE to remove it; equal values are left alone.
     Raises:
-        TypeError: a value is not text, a number, a boolean, a date, None or a flat list of those.
+        InvalidValue: a value is not text, a number, a boolean, a date, None or a flat list of those.
         NoteFormatError: the frontmatter's layout is too unusual to change line by line.
     """
     effective = {k: v for k, v in changes.items() if _differs(note.meta, k, v)}

@@ -94,6 +94,16 @@ class PendingNotes:
             raise StaleNote(rel, data)
         self._open[rel] = _Pending(data, known_sha)
 
+    def peek(self, rel: str) -> tuple[dict[str, Any], str]:
+        """The properties and body a loaded (or waiting) note has now, edits so far included."""
+        from .note import parse_note
+
+        pending = self._open[rel]
+        if pending.source is not None:
+            return pending.fields or pending.source()
+        note = parse_note(pending.data, rel)
+        return note.meta, note.body
+
     def edit(self, rel: str, edit: Edit) -> tuple[dict[str, Any], str]:
         """Change a note (waiting, or read from disk now); returns its new properties and body.
 
@@ -178,7 +188,8 @@ class PendingNotes:
         if pending.record is None:
             from .records import rendered_record
 
-            assert pending.fields is not None
+            if pending.fields is None:
+                raise VaultmemError(f"{rel}: a new note waiting to be written has neither its record nor its fields")
             pending.record = rendered_record(pending.data, *pending.fields, rel, pending.role, (0, len(pending.data)),
                                              self.vault.config["defaults"], like=pending.drafted)
         return pending.record

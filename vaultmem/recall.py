@@ -9,12 +9,13 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import scoring, text
+from .errors import VaultmemError
 from .records import LINK_PREFIX, QUESTION_TERM, TAG_PREFIX
 from .snapshot import Snapshot, named_entities
 
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
 HIDDEN_STATUSES = ("superseded", "archived", "candidate")
 _RECENT = text.LazyPattern(r"\b(latest|recent|recently|newest|last time|lately|most recent)\b|最近|上次|最新|近来|近期|刚才")
 _MAX_ENTITY_HITS = 8
+SHARED = "shared"  # the namespace every agent reads (SPEC §8)
+ALL_NAMESPACES = "*"
 
 
 @dataclass
@@ -35,7 +38,7 @@ class Query:
     limit: int | None = None
     type: str | None = None
     source: str | None = None
-    namespace: str | list[str] | None = None  # several: any of them (an agent's own and the shared one)
+    namespace: str | list[str] | None = None  # several: any of them; None: visible_namespaces(); "*": all
     lifecycle: str | None = None
     status: list[str] | None = None   # None: everything but superseded, archived and candidate
     include: list[str] = field(default_factory=list)  # hidden statuses to show as well
@@ -73,11 +76,32 @@ class Hit:
         return asdict(self)
 
 
+def visible_namespaces(config: dict[str, Any], given: str | list[str] | None) -> list[str] | None:
+    """The namespaces a recall reads (None: every one).
+
+    Given none, a caller reads `shared` and its own namespace, never other agents' private notes: its
+    own is $VAULTMEM_NAMESPACE (how a process says which agent it is), else the vault's default
+    namespace (config defaults.namespace, where a write without a namespace goes); and the notes that
+    have none (an unparsable one). `"*"` (alone or in
+    a list) reads every namespace, as a person reviewing the vault may; any other name reads only it.
+    """
+    if given is None:
+        own = os.environ.get("VAULTMEM_NAMESPACE", "").strip() or str(config["defaults"]["namespace"])
+        # "": a note whose frontmatter cannot be read has no namespace, and must not drop out of recall
+        return list(dict.fromkeys([SHARED, own, ""]))
+    names = [given] if isinstance(given, str) else list(given)
+    return None if ALL_NAMESPACES in names else names
+
+
 def recall(vault: Vault, query: Query) -> list[Hit]:
-    """Rank the vault's memories for a query; records access events for the hits when configured."""
+    """Rank the vault's memories for a query; records access events for the hits when configured.
+
+    It reads the namespaces of visible_namespaces(): by default `shared` and the caller's own."""
+    query = replace(query, namespace=visible_namespaces(vault.config, query.namespace))
     cfg = vault.config["ranking"]
     limit = int(query.limit or cfg["limit"])
     now = time.time() if query.now is None else query.now
+    vault.index.catch_up(wait=False)  # a clone, a pull, a copied note: seen without a full refresh
     for _ in range(3):
         snap = vault.index.snapshot()
         ranked = _rank(snap, query, vault.config, now, vault.index.rows)
@@ -87,7 +111,7 @@ def recall(vault: Vault, query: Query) -> list[Hit]:
         if hits is not None:
             break
     else:
-        raise RuntimeError("the index kept changing during recall")
+        raise VaultmemError("the index kept changing during recall; try again")
     record = vault.config["reinforcement"]["record_access"] if query.record_access is None else query.record_access
     if record and hits:
         vault.record_access([h.id for h in hits], now)
@@ -148,7 +172,12 @@ def _tag_postings(snap: Snapshot, q: Query, terms: list[str]) -> tuple[list[np.n
         required = docs if required is None else np.intersect1d(required, docs, assume_unique=True)
         found.append(docs)
     words = [t for t in terms if t not in wanted]
-    found.extend(snap.postings(TAG_PREFIX + w)[0] for w in words)
+    written = text.unstemmed(q.text) if words else {}
+    for word in words:  # one slot per query word: its stem or the word as written names the tag
+        docs = snap.postings(TAG_PREFIX + word)[0]
+        for variant in written.get(word, ()):
+            docs = np.union1d(docs, snap.postings(TAG_PREFIX + variant)[0])
+        found.append(docs)
     return found, required, len(wanted) + len(words)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from . import text
 from .dedup import sketch_keys
-from .errors import NoteFormatError, VaultmemError
+from .errors import InvalidValue, NoteFormatError, VaultmemError
 
 KINDS = ("memory", "entity", "episode")
 STATUS_BY_FOLDER = {"inbox": "candidate", "archive": "archived"}
@@ -95,7 +95,7 @@ def to_epoch(value: Any, fallback: float) -> float:
     except (OverflowError, OSError, ValueError):  # a naive time shifted into year 0 or 10000
         seconds = math.nan
     if not FIRST_TS <= seconds <= LAST_TS:
-        raise ValueError(f"{value.isoformat()} is out of range (years 1 to 9999)")
+        raise InvalidValue(f"{value.isoformat()} is out of range (years 1 to 9999)")
     return seconds
 
 

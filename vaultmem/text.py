@@ -15,6 +15,8 @@ from itertools import chain
 from operator import add
 from typing import Any
 
+from .errors import InvalidValue
+
 __all__ = [
     "STOPWORDS",
     "TOKENIZER_VERSION",
@@ -163,10 +165,22 @@ def query_terms(text: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def unstemmed(text: str) -> dict[str, list[str]]:
+    """Each stemmed query term of a text's words and the words as written that it came from, where
+    they differ ({"bill": ["billing"]}): a tag is matched as written, so `billing` finds #billing."""
+    out: dict[str, list[str]] = {}
+    for word in _WORD.findall(normalize(text)):
+        word = word.strip("-._")
+        stemmed = stem(word)
+        if stemmed != word and word not in out.setdefault(stemmed, []):
+            out[stemmed].append(word)
+    return out
+
+
 def char_ngrams(s: str, n: int) -> list[str]:
     """Return every length-n substring of s in order; a non-empty s shorter than n yields itself."""
     if n < 1:
-        raise ValueError(f"n-gram length must be at least 1, got {n}")
+        raise InvalidValue(f"n-gram length must be at least 1, got {n}")
     if len(s) < n:
         return [s] if s else []
     # Adding shifted copies with map() builds the n-grams in C, faster than slicing in a loop.

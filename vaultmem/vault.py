@@ -33,6 +33,14 @@ KIND_BY_FOLDER = {"memories": "memory", "inbox": "memory", "archive": "memory",
 _IGNORE_TEMPS = b"# temp files of a write that was killed (vaultmem removes them at its next refresh)\n.*.tmp\n"
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _FORBIDDEN = re.compile(r'[*"\\/<>:|?#^\[\]\x00-\x1f\x7f]')
+# Characters a file name cannot hold (Windows, macOS' Finder, Obsidian's links) written as close
+# look-alikes, so "Deploy window is Tuesday 22:00" stays readable. Symbols, not letters: `\w` and
+# NFKC leave them alone, so a title's words are still split where the original character split them
+# (U+A789 '꞉', a modifier letter, would glue "22꞉00" into one word). Controls and the path
+# separators become spaces: "../../etc/passwd" must not pass for a readable name ("..∕..∕etc∕passwd").
+LOOK_ALIKES = {":": "\u2236", "*": "\u2217", "|": "\u2223", "?": "\uff1f",
+               '"': "\u201d", "<": "\u2039", ">": "\u203a", "#": "\uff03", "^": "\u02c4", "[": "\u27e6",
+               "]": "\u27e7"}
 _RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
 MAX_NAME_CHARS = 100
 MAX_NAME_BYTES = 200  # below the 255-byte limit of ext4/APFS, leaving room for " 12.md"
@@ -49,7 +57,7 @@ def safe_filename(title: str) -> str:
     """A readable file stem Obsidian and every OS accept: no forbidden characters, no reserved
     names, no leading dots, at most MAX_NAME_CHARS characters and MAX_NAME_BYTES bytes."""
     name = unicodedata.normalize("NFC", title)
-    name = _FORBIDDEN.sub(" ", name)
+    name = _FORBIDDEN.sub(lambda m: LOOK_ALIKES.get(m.group(), " "), name)
     name = " ".join(name.split()).strip(" .")
     if name.lower().split(".")[0] in _RESERVED:
         name = name + "_"
@@ -296,7 +304,8 @@ class Vault:
             rel = self.relpath(self.safe_path(ref).resolve()) if inside(self.root, self.safe_path(ref)) else ref
             return self.index.select_notes("path = ?", (rel,))
         rows = self.index.select_notes("id = ?", (ref,))
-        return rows or self.index.select_notes("title = ?", (ref,))
+        # a title as typed ("… 22:00") names the note whose file name holds its look-alikes ("… 22∶00")
+        return rows or self.index.select_notes("title IN (?, ?)", (ref, safe_filename(ref)))
 
     def write_text(self, path: Path, content: str | bytes, *, expected_sha: str | None,
                    durable: bool = True) -> os.stat_result:
@@ -469,10 +478,15 @@ class Vault:
         return reasons(extractor.extract(text, parse_time(None)), text)
 
     def add_entity(self, name: str, aliases: Iterable[str] = (), tags: Iterable[str] = ()) -> tuple[str, str]:
-        """Create an entity note (or add aliases to it); returns (action, vault path)."""
+        """Create an entity note (or add aliases to it); returns (action, vault path). An entity a
+        clone or a pull brought (not indexed yet) is found by its title or an alias, not made twice."""
         from .links import add_entity
 
-        return add_entity(self, name, aliases, tags=tags)
+        with self.index.writing():
+            self.index.catch_up()
+            result = add_entity(self, name, aliases, tags=tags)
+            self.index.wrote()
+        return result
 
     def recall(self, query: str = "", **options: Any):
         """Recall memories for free text and/or tags. Options are the fields of recall.Query

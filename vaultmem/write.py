@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import gc
 import os
+import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 
 PARSE_CHUNK = 16  # day notes (and notes from disk) per worker job at the end of a batch
 PENDING_MAX = 200_000  # new notes kept back before a flush writes them (each ~2 KB with its index record)
+_WORDS = re.compile(r"\w+")
 BATCH_FIELDS = {"text", "tags", "source", "lifecycle", "score", "timestamp", "type", "value", "namespace",
                 "episode", "title", "entity", "candidate", "supersedes", "position"}
 
@@ -73,6 +75,23 @@ def numbered(folder: Path, stem: str, attempt: int) -> Path:
 def numbered_name(stem: str, attempt: int) -> str:
     """The attempt-th readable name for a note: `stem.md`, then `stem 2.md`, `stem 3.md` …"""
     return f"{stem}.md" if attempt == 0 else f"{stem} {attempt + 1}.md"
+
+
+def _given(fields: dict[str, Any]) -> frozenset[str]:
+    """The fields a caller set (not empty), of those a supersede would otherwise carry over."""
+    return frozenset(name for name in ("tags", "lifecycle") if fields.get(name))
+
+
+def _holds(meta: dict[str, Any], body: str, draft: Draft) -> bool:
+    """Whether a note already says what a draft says: its words, in order, within the note's (case,
+    width, spacing and punctuation aside), and no tag the note lacks. Saying it again is then no
+    news: the note keeps its score, timestamp and bytes (no git diff)."""
+    said = " ".join(_WORDS.findall(draft.plain))
+    held = " ".join(_WORDS.findall(text.plain_text(body)))
+    if not said or f" {said} " not in f" {held} ":
+        return False
+    have = {text.normalize_tag(str(t)) for t in meta.get("tags") or []}
+    return all(text.normalize_tag(t) in have for t in draft.meta["tags"])
 
 
 def _str_list(value: Any, name: str) -> list[str]:
@@ -193,17 +212,18 @@ class Writer:
     def write(self, body: str, fields: dict[str, Any]) -> WriteResult:
         """Run one checked item through the pipeline; returns what happened."""
         self.ensure_entities([(body, fields)])
-        return self.settle(self.drafter().draft(body, fields), fields.get("supersedes"))
+        return self.settle(self.drafter().draft(body, fields), fields.get("supersedes"), _given(fields))
 
-    def settle(self, draft: Draft, supersedes: Any = None) -> WriteResult:
+    def settle(self, draft: Draft, supersedes: Any = None, given: frozenset[str] = frozenset()) -> WriteResult:
         """Decide what a draft becomes (unchanged, merged, created, superseding) and write it.
 
         A note it would merge into or supersede is read first: if a person saved it since it was
         indexed (or is saving it now), it is indexed again as it is and the draft decided again.
+        `given`: the fields the caller set (a supersede carries the old note's others over).
         """
         for _ in range(RESETTLE):
             try:
-                return self._settle(draft, supersedes)
+                return self._settle(draft, supersedes, given)
             except StaleNote as stale:
                 self._reindex(stale)
         raise WriteConflict(draft.title, "kept changing while it was being decided on")
@@ -219,7 +239,7 @@ class Writer:
             cache.pop(stale.rel, None)
         self._attrs.clear()
 
-    def _settle(self, draft: Draft, supersedes: Any) -> WriteResult:
+    def _settle(self, draft: Draft, supersedes: Any, given: frozenset[str]) -> WriteResult:
         ns = draft.meta["namespace"]
         found = self._by_fp.get(draft.fp) or self._existing_fp(draft.fp, ns)
         if found is not None:
@@ -230,7 +250,7 @@ class Writer:
         if target is not None:
             return self._merge(target, draft, reason)
         old = self._superseded(draft, supersedes)
-        return self._create(draft, old)
+        return self._create(draft, old, given)
 
     def drafter(self) -> Drafter:
         """The pure half of the pipeline, knowing every entity ensured so far."""
@@ -438,6 +458,10 @@ class Writer:
             return changes, None
 
         self._pending.load(target.path, target.sha)
+        held_meta, held_body = self._pending.peek(target.path)
+        if _holds(held_meta, held_body, draft):
+            draft.decided(f"{target.path} already holds this statement and these tags")
+            return self._result("unchanged", target, draft, note_score(held_meta.get("score")))
         meta, body = self._pending.edit(target.path, edit)
         score = note_score(meta.get("score"))
         self._changed[target.path] = None
@@ -446,9 +470,10 @@ class Writer:
         self._log(draft, target.title, "merged", target.id)
         return self._result("merged", target, draft, round(score, 2))
 
-    def _create(self, draft: Draft, old: _Known | None) -> WriteResult:
+    def _create(self, draft: Draft, old: _Known | None, given: frozenset[str] = frozenset()) -> WriteResult:
         if old is not None:
             self._pending.load(old.path, old.sha)  # before anything is placed: it may have to be decided again
+            self._inherit(draft, self._pending.peek(old.path)[0], given)
             self.drafter().supersede(draft, old.title)
         rel = self._place(draft)
         title = draft.record.title
@@ -463,6 +488,18 @@ class Writer:
         result = self._result("created", known, draft, meta["score"], old.id if old else None)
         self._by_fp[draft.fp] = result
         return result
+
+    def _inherit(self, draft: Draft, old_meta: dict[str, Any], given: frozenset[str]) -> None:
+        """A correction keeps what the caller did not restate: the old note's tags (with the new
+        text's own) and its lifecycle (a preference stays a preference)."""
+        meta = dict(draft.meta)
+        if "tags" not in given:
+            meta["tags"] = union([str(t) for t in old_meta.get("tags") or []], meta["tags"])
+        if "lifecycle" not in given and old_meta.get("lifecycle"):
+            meta["lifecycle"] = str(old_meta["lifecycle"])
+        if meta != draft.meta:
+            draft.meta = meta
+            self.drafter().render(draft)
 
     def _place(self, draft: Draft) -> str:
         """Reserve a unique readable name for a new note (written at the next flush); returns its
@@ -686,7 +723,7 @@ def _remember_many(vault: Vault, items: list[dict[str, Any]], progress: Callable
         with worker_pool(drafter, len(checked)) as writer.pool:
             drafts = drafter.draft_all(checked, writer.pool)
             for n, ((_, fields), draft) in enumerate(zip(checked, drafts), 1):
-                result = writer.settle(draft, fields.get("supersedes"))
+                result = writer.settle(draft, fields.get("supersedes"), _given(fields))
                 if result.action == "unchanged":
                     writer.log_unchanged(result, parse_time(fields.get("timestamp")), str(fields.get("source") or
                                          vault.config["defaults"]["source"]))
