@@ -21,7 +21,6 @@ from .errors import VaultmemError
 
 EXIT_ERROR = 1
 EXIT_PROBLEMS = 3  # doctor found problems
-DISTRIBUTION = "vaultmem-md"  # the name on PyPI (`vaultmem` there is an unrelated project); import name vaultmem
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 
 
@@ -92,15 +91,9 @@ EXTRA_ARGS = {"allow_extra_args": True}
 
 def _version(value: bool) -> None:
     if value:
-        from importlib.metadata import PackageNotFoundError, version
+        from . import __version__  # the one home of the version: pyproject.toml reads it from there
 
-        from . import __version__
-
-        try:
-            found = version(DISTRIBUTION)
-        except PackageNotFoundError:  # run from a source tree that was never installed
-            found = __version__
-        say(f"vaultmem {found}")
+        say(f"vaultmem {__version__}")
         raise typer.Exit()
 
 
