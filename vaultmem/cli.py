@@ -263,7 +263,7 @@ def entity_add(ctx: typer.Context,
 
     \b
     Example:
-      vaultmem entity add 张三 --alias 老张 --alias "Zhang San"
+      vaultmem entity add 张三 --alias "Mr. Zhang"
       merged: entities/张三.md
     """
     _no_extra(ctx, "the name")
@@ -444,8 +444,8 @@ def mcp_server(
     vault://note/{id}) until the client closes the pipe. Needs the 'mcp' extra.
 
     \b
-    Example (what an MCP client's config runs):
-      vaultmem mcp --vault ~/notes/agent-memory
+    Example (what an MCP client's config runs; it ends when its input closes):
+      vaultmem mcp --vault sample-vault
     """
     from .surfaces.mcp import serve
 
@@ -485,7 +485,8 @@ def list_(since: Annotated[Optional[str], typer.Option(metavar="DATE", help="Wri
 
     \b
     Example:
-      vaultmem list --since 2026-11-01 --tag ops
+      vaultmem list --since 2026-11-01 --tag atlas
+      active      准备 Atlas 验收演示
     """
     v = open_vault(vault)
     v.refresh(wait=False)
