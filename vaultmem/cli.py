@@ -160,7 +160,7 @@ def init(path: Annotated[Path, typer.Argument(metavar="PATH", help="Folder to ma
 def remember(
     ctx: typer.Context,
     text: Annotated[Optional[str], typer.Argument(
-        metavar="[TEXT]", help="The memory; '-' reads it from stdin (omit with --batch).")] = None,
+        metavar="TEXT", help="The memory; '-' reads it from stdin (omit with --batch).")] = None,
     tag: Rem["tag"] = None,
     source: Rem["source"] = None,
     lifecycle: Rem["lifecycle"] = None,
@@ -340,7 +340,7 @@ def _hermes_report(report: dict, json_out: bool, what: str) -> None:
 @app.command()
 def recall(
     query: Annotated[Optional[str], typer.Argument(
-        metavar="[QUERY]", help="Free text (Chinese, English, ids like CT2024).")] = None,
+        metavar="QUERY", help="Free text (Chinese, English, ids like CT2024).")] = None,
     tag: Rec["tag"] = None,
     limit: Rec["limit"] = None,
     type_: Rec["type_"] = None,

@@ -36,9 +36,10 @@ class Opt(NamedTuple):
 
 VAULT = Opt(("--vault", "-V"), "The vault folder (else $VAULTMEM_VAULT, else $OBSIDIAN_VAULT_PATH).",
             metavar="PATH")
-JSON = Opt(("--json",), "Print JSON (stable fields, see README) instead of text; errors too, on stderr.", bool)
+JSON = Opt(("--json",), "Print JSON (stable fields, see README) instead of text; errors too, on stderr.", bool,
+           default=False)
 TAG = Opt(("--tag", "-t"), "A tag (repeatable).", metavar="TAG", many=True)
-IDS = Opt(("--ids",), "Print only the ids, one a line (for scripts).", bool)
+IDS = Opt(("--ids",), "Print only the ids, one a line (for scripts).", bool, default=False)
 LIMIT = Opt(("--limit", "-k"), "How many hits.", int, "N", minimum=1)
 
 REMEMBER_OPTIONS = {
