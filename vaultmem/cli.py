@@ -63,8 +63,8 @@ def _sub_app(help_text: str) -> typer.Typer:
 app = typer.Typer(cls=_Group, no_args_is_help=True, context_settings=HELP_OPTIONS, rich_markup_mode=None,
                   help="Long-term memory for AI agents in an Obsidian/Markdown vault.\n\n"
                        "The vault is --vault (before or after the command), else $VAULTMEM_VAULT, else "
-                       "$OBSIDIAN_VAULT_PATH. Every command has -h and --json; each help ends with an "
-                       "example that runs as written on the bundled sample vault "
+                       "$OBSIDIAN_VAULT_PATH. Every command has -h, and --json where it prints results; each "
+                       "help ends with an example that runs as written on the bundled sample vault "
                        "(export VAULTMEM_VAULT=sample-vault).")
 
 
