@@ -123,7 +123,8 @@ def _new_temp_tag() -> None:
 
 
 _new_temp_tag()
-os.register_at_fork(after_in_child=_new_temp_tag)
+if hasattr(os, "register_at_fork"):  # not on Windows, which does not fork
+    os.register_at_fork(after_in_child=_new_temp_tag)
 
 
 def is_temp_name(name: str) -> bool:
@@ -167,13 +168,37 @@ def process_alive(pid: int) -> bool:
 _TEMP_NAME = re.compile(r"\..+\.(\d+)\.[0-9a-f]{6}\.\d+\.tmp\Z", re.DOTALL)
 
 
+# Windows opens no folder with os.open (and NTFS journals a folder's entries itself): there only
+# files are synced
+_FOLDERS_SYNC = os.name != "nt"
+
+
 def fsync_path(path: str | Path) -> None:
-    """Flush a file's or a folder's entry to disk."""
+    """Flush a file's or a folder's entry to disk (a folder: not on Windows, see _FOLDERS_SYNC)."""
+    if not _FOLDERS_SYNC and os.path.isdir(path):
+        return
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def sync_files(paths: Iterable[str | Path]) -> None:
+    """Get files written without fsync to disk: one os.sync where the OS has it (one flush for a
+    whole batch, letting go of the GIL), else an fsync of each file and of their folders."""
+    if hasattr(os, "sync"):
+        os.sync()
+        return
+    folders = set()
+    for path in paths:
+        try:
+            fsync_path(path)
+        except FileNotFoundError:  # moved or deleted since it was written
+            continue
+        folders.add(os.path.dirname(os.fspath(path)))
+    for folder in folders:
+        fsync_path(folder)
 
 
 def remove_tree(path: Path) -> None:

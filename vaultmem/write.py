@@ -23,6 +23,7 @@ from .drafts import Draft, Drafter, parse_time, union, worker_pool
 from .episodes import DayPlan, EpisodeLine, append_episodes, index_planned, plan_days, write_planned
 from .errors import VaultmemError, WriteConflict
 from .extract import POSITIONS
+from .files import sync_files
 from .pending import PendingNotes, StaleNote
 from .records import Record, note_score, retitle
 
@@ -568,7 +569,8 @@ class Writer:
         if not self.durable and self._changed:
             # one flush for the whole batch (notes and day notes) instead of one fsync per file; the
             # disk works while this thread indexes (os.sync lets go of the GIL), and it is done on return
-            syncing = threading.Thread(target=os.sync, name="vaultmem-sync")
+            changed = [self.vault.root / self._pending.renamed.get(rel, rel) for rel in self._changed]
+            syncing = threading.Thread(target=sync_files, args=(changed,), name="vaultmem-sync")
             syncing.start()
         try:
             if moved or restamped:  # (rare: a name taken meanwhile, a file system keeping its own times)

@@ -21,6 +21,7 @@ import os
 import sys
 import threading
 import time
+import typing
 from contextlib import contextmanager
 from typing import Annotated, Any
 
@@ -29,6 +30,7 @@ try:  # pydantic (so the SDK) reads nested TypedDicts before Python 3.12 only fr
 except ImportError:  # no SDK either: main() says which extra to install
     from typing import TypedDict
 
+from ..catalog import Memory
 from ..console import VAULT_ENV, error_message, open_vault
 from ..errors import NoteNotFound, VaultmemError
 
@@ -137,27 +139,8 @@ class Answered(TypedDict):
     reason: str
 
 
-class Shown(TypedDict):
-    """Memory.to_dict()."""
-
-    id: str
-    path: str
-    title: str
-    kind: str
-    content: str
-    tags: list[str]
-    source: str
-    lifecycle: str
-    timestamp: str
-    score: float
-    type: str
-    value: str
-    status: str
-    namespace: str
-    links: list[str]
-    aliases: list[str]
-    meta: dict[str, Any]
-    error: str
+# Memory.to_dict(): the same fields as the dataclass, so the published schema cannot drift from it
+Shown = TypedDict("Shown", typing.get_type_hints(Memory))
 
 
 def recalled(query: str, hits: list[Any]) -> Recalled:
