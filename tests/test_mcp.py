@@ -247,7 +247,7 @@ def test_without_the_extra_both_commands_say_what_to_install(vault, tmp_path, en
     code = f"import sys; sys.modules['mcp'] = None; VAULT = {str(vault.root)!r}; {entry}"
     done = _child(code, tmp_path)
     assert done.returncode == 1
-    assert done.stderr == "Error: the MCP server needs the 'mcp' extra: pip install 'vaultmem[mcp]'\n"
+    assert done.stderr == "Error: the MCP server needs the 'mcp' extra: pip install 'vaultmem-md[mcp]'\n"
     assert done.stdout == ""
 
 

@@ -6,17 +6,42 @@ import sys
 
 def main() -> None:
     """Run the CLI; a plain `recall` or `remember` takes the fast path that does not import typer."""
-    argv = sys.argv[1:]
+    vault, argv = _global_vault(sys.argv[1:])
     if argv[:1] in (["recall"], ["remember"]) and not {"--help", "-h", "--batch"} & set(argv):
         from . import console
 
         fast = console.fast_recall if argv[0] == "recall" else console.fast_remember
-        code = fast(argv[1:])
+        code = fast(argv[1:], vault)
         if code is not None:
             _leave(code)
     from .cli import app
 
-    app(prog_name="vaultmem")
+    try:
+        app(prog_name="vaultmem")
+    except SystemExit as done:
+        _flush_quietly()
+        raise done from None
+
+
+def _global_vault(argv: list[str]) -> tuple[str | None, list[str]]:
+    """`vaultmem --vault P COMMAND …` (or -V P, --vault=P): the vault and the rest; (None, argv) otherwise."""
+    if argv[:1] in (["--vault"], ["-V"]) and len(argv) > 1:
+        return argv[1], argv[2:]
+    if argv[:1] and argv[0].startswith("--vault="):
+        return argv[0].partition("=")[2], argv[1:]
+    return None, argv
+
+
+def _flush_quietly() -> None:
+    """Flush stdout before the interpreter does: a reader that left (`| head -1`) is no error."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        from .console import reader_left
+
+        reader_left()
+    except (OSError, ValueError, AttributeError):  # closed at start, or a full disk: the exit code stands
+        pass
 
 
 def _leave(code: int) -> None:

@@ -1,4 +1,8 @@
-"""The `vaultmem` command: thin typer wrappers, each one library call; errors mapped in one place."""
+"""The `vaultmem` command: thin typer wrappers, each one library call; errors mapped in one place.
+
+Every command's help ends with an example that runs as written on the bundled sample vault
+(`export VAULTMEM_VAULT=sample-vault`); tests/test_docs.py runs them all.
+"""
 
 from __future__ import annotations
 
@@ -10,41 +14,106 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
-from .console import error_message, open_vault, print_json, recall_command, remember_command, say
+from .console import (IDS, JSON, RECALL_OPTIONS, REMEMBER_OPTIONS, TAG, VAULT, Opt, check_lifecycle,
+                      error_message, open_vault, print_json, reader_left, recall_command, remember_command,
+                      report_error, say)
 from .errors import VaultmemError
 
 EXIT_ERROR = 1
 EXIT_PROBLEMS = 3  # doctor found problems
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 
 
 class _Group(TyperGroup):
-    """Turns every error into one line on stderr and exit code 1, never a traceback."""
+    """Turns every error into one line on stderr (a JSON object with --json) and exit code 1, never a
+    traceback; bare `vaultmem` (or `vaultmem entity`) prints its help and exits 0, as git does."""
+
+    def parse_args(self, ctx, args):  # noqa: D102
+        if not args and self.no_args_is_help and not ctx.resilient_parsing:
+            typer.echo(ctx.get_help())
+            ctx.exit(0)
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx):  # noqa: D102
+        wants_json = JSON.flags[0] in [*getattr(ctx, "_protected_args", ()), *ctx.args]
         try:
             return super().invoke(ctx)
+        except BrokenPipeError:  # `vaultmem list | head -1`: the reader has what it wanted
+            reader_left()
+            raise typer.Exit(0) from None
         except Exception as exc:
             if hasattr(exc, "exit_code"):  # typer/click's own exits, usage errors and aborts
+                if wants_json and exc.exit_code == 2 and hasattr(exc, "format_message"):  # a usage error
+                    sys.stderr.write(json.dumps({"error": exc.format_message(), "kind": "usage",
+                                                 "exit_code": exc.exit_code}, ensure_ascii=False) + "\n")
+                    raise typer.Exit(exc.exit_code) from None
                 raise
             message = error_message(exc)
             if message is None:
                 raise
-            say(message, err=True)
+            report_error(message, exc, wants_json)
             raise typer.Exit(EXIT_ERROR) from None
 
 
-app = typer.Typer(cls=_Group, no_args_is_help=True, add_completion=False, rich_markup_mode=None,
-                  help="Long-term memory for AI agents in an Obsidian/Markdown vault.\n\n"
-                       "The vault is --vault, else $VAULTMEM_VAULT, else $OBSIDIAN_VAULT_PATH.")
+def _sub_app(help_text: str) -> typer.Typer:
+    return typer.Typer(cls=_Group, no_args_is_help=True, context_settings=HELP_OPTIONS, rich_markup_mode=None,
+                       help=help_text)
 
-VaultOpt = Annotated[Optional[Path], typer.Option(
-    "--vault", "-V", envvar=["VAULTMEM_VAULT", "OBSIDIAN_VAULT_PATH"], show_envvar=True,
-    help="The vault folder.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (stable fields, see README) instead of text.")]
-TagOpt = Annotated[Optional[list[str]], typer.Option("--tag", "-t", help="A tag (repeatable).")]
+
+app = typer.Typer(cls=_Group, no_args_is_help=True, context_settings=HELP_OPTIONS, rich_markup_mode=None,
+                  help="Long-term memory for AI agents in an Obsidian/Markdown vault.\n\n"
+                       "The vault is --vault (before or after the command), else $VAULTMEM_VAULT, else "
+                       "$OBSIDIAN_VAULT_PATH. Every command has -h, and --json where it prints results; each "
+                       "help ends with an example that runs as written on the bundled sample vault "
+                       "(export VAULTMEM_VAULT=sample-vault).")
+
+
+def _option(spec: Opt):
+    """The typer option of a console.Opt (the fast path builds its argparse twin from the same Opt)."""
+    decls = spec.flags
+    if spec.negatable:
+        decls = (f"{spec.flags[0]}/--no-{spec.flags[0][2:]}", *spec.flags[1:])
+    kind = bool if spec.kind is bool else Optional[list[spec.kind]] if spec.many else Optional[spec.kind]
+    return Annotated[kind, typer.Option(*decls, help=spec.help, metavar=spec.metavar, min=spec.minimum,
+                                        show_default=spec.negatable)]
+
+
+Rem = {name: _option(spec) for name, spec in REMEMBER_OPTIONS.items()}
+Rec = {name: _option(spec) for name, spec in RECALL_OPTIONS.items()}
+VaultOpt = _option(VAULT)
+JsonOpt = _option(JSON)
+TagOpt = _option(TAG)
+IdsOpt = _option(IDS)
 # Extra arguments are refused by us, not by click, whose message repeats them: an unquoted
 # `remember my password is hunter2` must not print the password back
 EXTRA_ARGS = {"allow_extra_args": True}
+
+
+def _version(value: bool) -> None:
+    if value:
+        from . import __version__  # the one home of the version: pyproject.toml reads it from there
+
+        say(f"vaultmem {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(ctx: typer.Context, vault: VaultOpt = None,
+          version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="Print the version and exit.")] = False) -> None:
+    if vault is not None:  # `vaultmem --vault P COMMAND`: P is every command's --vault default
+        ctx.default_map = _vault_defaults(ctx.command, vault)
+
+
+def _vault_defaults(group, vault: Path) -> dict:
+    """A default_map giving --vault to every (sub)command that has one; a command's own --vault wins."""
+    found = {}
+    for name, command in group.commands.items():
+        if hasattr(command, "commands"):
+            found[name] = _vault_defaults(command, vault)
+        elif any(param.name == "vault" for param in command.params):
+            found[name] = {"vault": vault}
+    return found
 
 
 def _no_extra(ctx: typer.Context, what: str) -> None:
@@ -69,9 +138,15 @@ def _progress(label: str):
 
 
 @app.command()
-def init(path: Annotated[Path, typer.Argument(help="Folder to make a vault (created if missing).")],
+def init(path: Annotated[Path, typer.Argument(metavar="PATH", help="Folder to make a vault (created if missing).")],
          json_out: JsonOpt = False) -> None:
-    """Create a vault: folders, .vaultmem/config.yaml with every setting, templates."""
+    """Create a vault: folders, .vaultmem/config.yaml with every setting, templates.
+
+    \b
+    Example:
+      vaultmem init ~/notes/agent-memory
+      Vault ready at
+    """
     from .vault import Vault
 
     vault = Vault.init(path)
@@ -84,28 +159,35 @@ def init(path: Annotated[Path, typer.Argument(help="Folder to make a vault (crea
 @app.command(context_settings=EXTRA_ARGS)
 def remember(
     ctx: typer.Context,
-    text: Annotated[Optional[str], typer.Argument(help="The memory (omit with --batch).")] = None,
-    tag: TagOpt = None,
-    source: Annotated[Optional[str], typer.Option(help="Who writes it: user, an agent name, web, import:<x>.")] = None,
-    lifecycle: Annotated[Optional[str], typer.Option(help="task, note, event, preference, fact, permanent.")] = None,
-    score: Annotated[Optional[float], typer.Option(help="Importance 0..10 (default: computed, see --explain).")] = None,
-    timestamp: Annotated[Optional[str], typer.Option(help="When it happened (ISO 8601), for imports.")] = None,
-    type_: Annotated[Optional[str], typer.Option("--type", help="fact, preference, event, task, lesson, …")] = None,
-    value: Annotated[Optional[str], typer.Option(help="A structured value (an id, a date, a number).")] = None,
-    namespace: Annotated[Optional[str], typer.Option(help="shared (default), or an agent's private space.")] = None,
-    episode: Annotated[Optional[str], typer.Option(help="Session or conversation id grouping memories.")] = None,
-    entity: Annotated[Optional[list[str]], typer.Option(
-        help="An entity the memory is about (repeatable); its note is created if missing.")] = None,
-    candidate: Annotated[bool, typer.Option(help="Stage it in the inbox until `vaultmem confirm`.")] = False,
-    supersedes: Annotated[Optional[str], typer.Option(help="Id or title of the memory this one replaces.")] = None,
-    batch: Annotated[Optional[str], typer.Option(help="Import a JSON-lines file ('-' for stdin).")] = None,
-    explain: Annotated[bool, typer.Option(help="Show the extraction, importance and dedup decision.")] = False,
-    refresh: Annotated[bool, typer.Option(
-        help="Rescan notes changed on disk first (batches always do), so dedup sees hand edits.")] = False,
-    vault: VaultOpt = None,
-    json_out: JsonOpt = False,
+    text: Annotated[Optional[str], typer.Argument(
+        metavar="TEXT", help="The memory; '-' reads it from stdin (omit with --batch).")] = None,
+    tag: Rem["tag"] = None,
+    source: Rem["source"] = None,
+    lifecycle: Rem["lifecycle"] = None,
+    score: Rem["score"] = None,
+    timestamp: Rem["timestamp"] = None,
+    type_: Rem["type_"] = None,
+    value: Rem["value"] = None,
+    namespace: Rem["namespace"] = None,
+    episode: Rem["episode"] = None,
+    entity: Rem["entity"] = None,
+    candidate: Rem["candidate"] = False,
+    supersedes: Rem["supersedes"] = None,
+    batch: Annotated[Optional[str], typer.Option(
+        metavar="FILE", help="Import a JSON-lines file, one memory an object ('-' for stdin); fields in the "
+                             "README.")] = None,
+    explain: Rem["explain"] = False,
+    refresh: Rem["refresh"] = False,
+    vault: Rem["vault"] = None,
+    json_out: Rem["json_out"] = False,
 ) -> None:
-    """Store a memory: secrets redacted, values extracted, duplicates merged, entities linked."""
+    """Store a memory: secrets redacted, values extracted, duplicates merged, entities linked.
+
+    \b
+    Example:
+      vaultmem remember "Deploy window is Tuesday 22:00" --tag ops --lifecycle fact
+      created: memories/
+    """
     _no_extra(ctx, "the memory text")
     if batch is not None:
         _remember_batch(open_vault(vault), batch, json_out, explain)
@@ -125,6 +207,9 @@ def _remember_batch(vault, batch: str, json_out: bool, explain: bool) -> None:
             raise VaultmemError(f"{batch}: no such file")
         lines = path.read_text(encoding="utf-8").splitlines()
     items = list(read_jsonl(lines))
+    for number, item in enumerate(items, 1):
+        lifecycle = item.get("lifecycle")
+        check_lifecycle(vault.config, lifecycle if lifecycle is None else str(lifecycle), f"item {number}: lifecycle")
     update, close = _progress("remembering")
     try:
         # the last memory decided, the notes are written and indexed (a long minute at 100k)
@@ -146,29 +231,41 @@ def _remember_batch(vault, batch: str, json_out: bool, explain: bool) -> None:
 
 
 @app.command()
-def confirm(ref: Annotated[str, typer.Argument(help="The candidate's id, path or title.")],
+def confirm(ref: Annotated[str, typer.Argument(metavar="REF", help="The candidate's id, path or title.")],
             vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
-    """Promote a candidate from the inbox: it becomes an active memory."""
+    """Promote a candidate from the inbox: it becomes an active memory.
+
+    \b
+    Example:
+      vaultmem confirm "ACK managed clusters may add a management fee"
+      confirmed: memories/ACK managed clusters may add a management fee.md
+    """
     v = open_vault(vault)
     v.refresh()
     result = v.confirm(ref)
     if json_out:
         print_json(result.to_dict())
     else:
-        say(f"confirmed: {result.path} ({result.id})")
+        say(f"confirmed: {result.path} ({result.id})", style="good")
 
 
-entity_app = typer.Typer(cls=_Group, no_args_is_help=True, help="Entity notes: people, projects, customers.")
+entity_app = _sub_app("Entity notes: people, projects, customers.")
 app.add_typer(entity_app, name="entity")
 
 
 @entity_app.command("add", context_settings=EXTRA_ARGS)
 def entity_add(ctx: typer.Context,
-               name: Annotated[str, typer.Argument(help="The entity's name (its note's file name).")],
+               name: Annotated[str, typer.Argument(metavar="NAME", help="The entity's name (its note's file name).")],
                alias: Annotated[Optional[list[str]], typer.Option(
-                   "--alias", "-a", help="Another name it goes by (repeatable).")] = None,
+                   "--alias", "-a", metavar="NAME", help="Another name it goes by (repeatable).")] = None,
                tag: TagOpt = None, vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
-    """Create an entity note (or add aliases to an existing one); mentions then become links."""
+    """Create an entity note (or add aliases to an existing one); mentions then become links.
+
+    \b
+    Example:
+      vaultmem entity add 张三 --alias "Mr. Zhang"
+      merged: entities/张三.md
+    """
     _no_extra(ctx, "the name")
     v = open_vault(vault)
     v.refresh()
@@ -179,18 +276,19 @@ def entity_add(ctx: typer.Context,
         say(f"{action}: {path}")
 
 
-hermes_app = typer.Typer(cls=_Group, no_args_is_help=True,
-                         help="Hermes Agent: install vaultmem as its memory provider, check it, remove it.")
+hermes_app = _sub_app("Hermes Agent: install vaultmem as its memory provider, check it, remove it.")
 app.add_typer(hermes_app, name="hermes")
 HermesHomeOpt = Annotated[Optional[Path], typer.Option(
-    "--hermes-home", envvar="HERMES_HOME", show_envvar=True, help="Hermes' home folder (default ~/.hermes).")]
+    "--hermes-home", envvar="HERMES_HOME", show_envvar=True, metavar="PATH",
+    help="Hermes' home folder (default ~/.hermes).")]
 
 
 @hermes_app.command("install")
 def hermes_install(hermes_home: HermesHomeOpt = None,
                    vault: Annotated[Optional[Path], typer.Option(
-                       "--vault", "-V", help="The vault to use (made a vault if it is not one); default: "
-                                             "$VAULTMEM_VAULT, $OBSIDIAN_VAULT_PATH, else $HERMES_HOME/vaultmem.")] = None,
+                       "--vault", "-V", metavar="PATH",
+                       help="The vault to use (made a vault if it is not one); default: $VAULTMEM_VAULT, "
+                            "$OBSIDIAN_VAULT_PATH, else $HERMES_HOME/vaultmem.")] = None,
                    json_out: JsonOpt = False) -> None:
     """Write the plugin into $HERMES_HOME/plugins/vaultmem/ and set memory.provider: vaultmem in
     $HERMES_HOME/config.yaml (no other line of it changes).
@@ -241,39 +339,48 @@ def _hermes_report(report: dict, json_out: bool, what: str) -> None:
 
 @app.command()
 def recall(
-    query: Annotated[Optional[str], typer.Argument(help="Free text (Chinese, English, ids like CT2024).")] = None,
-    tag: TagOpt = None,
-    limit: Annotated[Optional[int], typer.Option("--limit", "-k", min=1, help="How many hits.")] = None,
-    type_: Annotated[Optional[str], typer.Option("--type", help="Only this type.")] = None,
-    source: Annotated[Optional[str], typer.Option(help="Only from this source.")] = None,
-    namespace: Annotated[Optional[str], typer.Option(help="Only this namespace.")] = None,
-    lifecycle: Annotated[Optional[str], typer.Option(help="Only this lifecycle.")] = None,
-    status: Annotated[Optional[list[str]], typer.Option(help="Only these statuses (repeatable).")] = None,
-    since: Annotated[Optional[str], typer.Option(help="Written on or after (YYYY-MM-DD or ISO 8601).")] = None,
-    until: Annotated[Optional[str], typer.Option(help="Written on or before (YYYY-MM-DD or ISO 8601).")] = None,
-    include_superseded: Annotated[bool, typer.Option(help="Also superseded memories.")] = False,
-    include_candidates: Annotated[bool, typer.Option(help="Also candidates waiting in the inbox.")] = False,
-    include_archived: Annotated[bool, typer.Option(help="Also archived (forgotten) memories.")] = False,
-    explain: Annotated[bool, typer.Option(help="Show each hit's channel scores, decay and final score.")] = False,
-    refresh: Annotated[bool, typer.Option(help="Re-read notes changed on disk first.")] = True,
-    vault: VaultOpt = None,
-    json_out: JsonOpt = False,
+    query: Annotated[Optional[str], typer.Argument(
+        metavar="QUERY", help="Free text (Chinese, English, ids like CT2024).")] = None,
+    tag: Rec["tag"] = None,
+    limit: Rec["limit"] = None,
+    type_: Rec["type_"] = None,
+    source: Rec["source"] = None,
+    namespace: Rec["namespace"] = None,
+    lifecycle: Rec["lifecycle"] = None,
+    status: Rec["status"] = None,
+    since: Rec["since"] = None,
+    until: Rec["until"] = None,
+    include_superseded: Rec["include_superseded"] = False,
+    include_candidates: Rec["include_candidates"] = False,
+    include_archived: Rec["include_archived"] = False,
+    explain: Rec["explain"] = False,
+    refresh: Rec["refresh"] = True,
+    ids: Rec["ids"] = False,
+    vault: Rec["vault"] = None,
+    json_out: Rec["json_out"] = False,
 ) -> None:
-    """Recall the memories that best match a query and/or tags, best first."""
+    """Recall the memories that best match a query and/or tags, best first.
+
+    \b
+    Example:
+      vaultmem recall "合同编号" --explain
+      1. 客户张三合同编号 CT2024-0876
+    """
     recall_command(query, tag, limit, type_, source, namespace, lifecycle, status, since, until, include_superseded,
-                   include_candidates, include_archived, explain, refresh, vault, json_out)
+                   include_candidates, include_archived, explain, refresh, vault, json_out, ids)
 
 
 @app.command()
 def context(
-    query: Annotated[str, typer.Argument(help="What the prompt is about (free text, any language).")],
-    budget: Annotated[int, typer.Option("--budget", "-b", min=1, help="Token budget of the block.")] = 800,
+    query: Annotated[str, typer.Argument(metavar="QUERY", help="What the prompt is about (free text, any language).")],
+    budget: Annotated[int, typer.Option("--budget", "-b", min=1, metavar="TOKENS",
+                                        help="Token budget of the block.")] = 800,
     tag: TagOpt = None,
-    limit: Annotated[Optional[int], typer.Option("--limit", "-k", min=1,
+    limit: Annotated[Optional[int], typer.Option("--limit", "-k", min=1, metavar="N",
                                                  help="Memories recalled to choose from (default 30).")] = None,
-    source: Annotated[Optional[str], typer.Option(help="Only from this source.")] = None,
-    namespace: Annotated[Optional[str], typer.Option(help="Only this namespace.")] = None,
-    refresh: Annotated[bool, typer.Option(help="Re-read notes changed on disk first.")] = True,
+    source: Rec["source"] = None,
+    namespace: Rec["namespace"] = None,
+    refresh: Rec["refresh"] = True,
     vault: VaultOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -282,7 +389,7 @@ def context(
     \b
     Example:
       vaultmem context "张三的合同" --budget 400
-      - [from finance-bot, 2026-10-14] 客户 老张 续签后新的合同编号是 CT2024-0876 …
+      - [from finance-bot, 2026-10-14] 客户 老张 续签后新的合同编号是 CT2024-0876
     """
     v = _refreshed(vault, refresh)
     found = v.context(query, budget, tags=tag or [], limit=limit, source=source, namespace=namespace)
@@ -290,15 +397,15 @@ def context(
         print_json(found.to_dict())
         return
     say(found.text or "No memories match.")
-    say(f"({found.tokens} of {found.budget} tokens; {found.dropped} memories left out)", err=True)
+    say(f"({found.tokens} of {found.budget} tokens; {found.dropped} memories left out)", err=True, style="dim")
 
 
 @app.command()
 def ask(
-    question: Annotated[str, typer.Argument(help="A question about an entity's attribute.")],
+    question: Annotated[str, typer.Argument(metavar="QUESTION", help="A question about an entity's attribute.")],
     min_confidence: Annotated[Optional[float], typer.Option(
-        min=0.0, max=1.0, help="Answer only at this confidence or above (default 0.6).")] = None,
-    refresh: Annotated[bool, typer.Option(help="Re-read notes changed on disk first.")] = True,
+        min=0.0, max=1.0, metavar="0..1", help="Answer only at this confidence or above (default 0.6).")] = None,
+    refresh: Rec["refresh"] = True,
     vault: VaultOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -308,7 +415,7 @@ def ask(
     \b
     Example:
       vaultmem ask "张三的合同编号是多少"
-      CT2024-0876  (confidence 0.95, 客户张三合同编号 CT2024-0876, 01M4VZM6H0TGH81P9ENBTTGEQN)
+      CT2024-0876  (confidence 1.00, 客户张三合同编号 CT2024-0876, 01M4VZM6H0TGH81P9ENBTTGEQN)
     """
     v = _refreshed(vault, refresh)
     found = v.ask(question, min_confidence=min_confidence)
@@ -331,14 +438,14 @@ def _refreshed(vault: Path | None, refresh: bool):
 @app.command("mcp")
 def mcp_server(
     vault: VaultOpt = None,
-    source: Annotated[str, typer.Option(help="Who memories written without a source are from.")] = "mcp",
+    source: Annotated[str, typer.Option(metavar="NAME", help="Who memories written without a source are from.")] = "mcp",
 ) -> None:
     """Serve the vault to MCP clients over stdio (tools remember, recall, ask, context, show; notes as
     vault://note/{id}) until the client closes the pipe. Needs the 'mcp' extra.
 
     \b
-    Example (what an MCP client's config runs):
-      vaultmem mcp --vault ~/notes/agent-memory
+    Example (what an MCP client's config runs; it ends when its input closes):
+      vaultmem mcp --vault sample-vault
     """
     from .surfaces.mcp import serve
 
@@ -346,14 +453,21 @@ def mcp_server(
 
 
 @app.command()
-def show(ref: Annotated[str, typer.Argument(help="An id, a vault path or a note title.")],
+def show(ref: Annotated[str, typer.Argument(metavar="REF", help="An id, a vault path or a note title.")],
          vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
-    """Show one note by id, path or title."""
+    """Show one note by id, path or title.
+
+    \b
+    Example:
+      vaultmem show 01M4VZM6H0TGH81P9ENBTTGEQN
+      客户张三合同编号 CT2024-0876
+    """
     memory = open_vault(vault).get(ref)
     if json_out:
         print_json(memory.to_dict())
         return
-    say(f"{memory.title}\n{memory.path}  id={memory.id}  status={memory.status}")
+    say(memory.title, style="title")
+    say(f"{memory.path}  id={memory.id}  status={memory.status}", style="dim")
     for key, value in memory.meta.items():
         say(f"  {key}: {value}")
     say("")
@@ -361,12 +475,19 @@ def show(ref: Annotated[str, typer.Argument(help="An id, a vault path or a note 
 
 
 @app.command("list")
-def list_(since: Annotated[Optional[str], typer.Option(help="Written on or after this date.")] = None,
+def list_(since: Annotated[Optional[str], typer.Option(metavar="DATE", help="Written on or after this date.")] = None,
           tag: TagOpt = None,
-          all_tags: Annotated[bool, typer.Option(help="List every tag with its count instead.")] = False,
-          limit: Annotated[Optional[int], typer.Option("--limit", "-k", min=1, help="At most this many.")] = None,
-          vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
-    """List memories newest first (or every tag with --all-tags)."""
+          all_tags: Annotated[bool, typer.Option("--all-tags", help="List every tag with its count instead.")] = False,
+          limit: Annotated[Optional[int], typer.Option("--limit", "-k", min=1, metavar="N",
+                                                       help="At most this many.")] = None,
+          ids: IdsOpt = False, vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
+    """List memories newest first (or every tag with --all-tags).
+
+    \b
+    Example:
+      vaultmem list --since 2026-11-01 --tag atlas
+      active      准备 Atlas 验收演示
+    """
     v = open_vault(vault)
     v.refresh(wait=False)
     if all_tags:
@@ -384,13 +505,20 @@ def list_(since: Annotated[Optional[str], typer.Option(help="Written on or after
         print_json([m.to_dict() for m in memories])
         return
     for m in memories:
-        say(f"{m.timestamp[:16]:16}  {m.status:10}  {m.title}")
+        say(m.id if ids else f"{m.timestamp[:16]:16}  {m.status:10}  {m.title}")
 
 
 @app.command()
-def reindex(full: Annotated[bool, typer.Option(help="Re-parse every note, not only changed ones.")] = True,
+def reindex(full: Annotated[bool, typer.Option(help="Re-parse every note, not only changed ones.",
+                                               show_default=True)] = True,
             vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
-    """Rebuild the index sidecar from the notes (nothing in the notes changes)."""
+    """Rebuild the index sidecar from the notes (nothing in the notes changes).
+
+    \b
+    Example:
+      vaultmem reindex
+      Indexed
+    """
     v = open_vault(vault)
     update, close = _progress("indexing")
     try:
@@ -407,20 +535,48 @@ def reindex(full: Annotated[bool, typer.Option(help="Re-parse every note, not on
 
 @app.command()
 def stats(vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
-    """Counts by kind, status, namespace and lifecycle, and the index's state."""
+    """Counts by kind, status, namespace and lifecycle, and the index's state.
+
+    \b
+    Example:
+      vaultmem stats
+      memories by status
+    """
     v = open_vault(vault)
     v.refresh(wait=False)
     data = v.stats()
     if json_out:
         print_json(data)
         return
-    for key, value in data.items():
-        say(f"{key}: {value}")
+    _print_stats(data)
+
+
+def _print_stats(data: dict) -> None:
+    """Plain values as `name  value` lines, then each group of counts as a small table, largest first."""
+    plain = {k: v for k, v in data.items() if not isinstance(v, dict)}
+    width = max(map(len, plain), default=0)
+    for key, value in plain.items():
+        say(f"{key.replace('_', ' '):<{width}}  {value}")
+    for key, table in data.items():
+        if isinstance(table, dict):
+            say("")
+            say(key.replace("_", " "), style="title")
+            rows = sorted(table.items(), key=lambda kv: -kv[1]) if key.startswith(("by_", "memories_by_")) \
+                else table.items()
+            name_width = max((len(str(name)) for name in table), default=0)
+            for name, value in rows:
+                say(f"  {str(name):<{name_width}}  {value:>9}")
 
 
 @app.command()
 def doctor(vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
-    """Find unparsable notes, duplicate ids, broken links and index drift (exit 3 if any)."""
+    """Find unparsable notes, duplicate ids, broken links and index drift (exit 3 if any).
+
+    \b
+    Example:
+      vaultmem doctor
+      index drift before refresh
+    """
     report = open_vault(vault).doctor()
     if json_out:
         print_json(report.to_dict())
@@ -432,17 +588,17 @@ def doctor(vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
 
 def _print_report(report) -> None:
     for item in report.unparsable:
-        say(f"unparsable: {item['error']}")
+        say(f"unparsable: {item['error']}", style="warn")
     for item in report.bad_log_lines:
-        say(f"bad log line (skipped): {item['path']}, line {item['line']}: {item['problem']}")
+        say(f"bad log line (skipped): {item['path']}, line {item['line']}: {item['problem']}", style="warn")
     for note_id, paths in report.duplicate_ids.items():
-        say(f"duplicate id {note_id}: {', '.join(paths)}")
+        say(f"duplicate id {note_id}: {', '.join(paths)}", style="warn")
     for item in report.broken_links:
-        say(f"broken link [[{item['link']}]] in {item['path']}")
+        say(f"broken link [[{item['link']}]] in {item['path']}", style="warn")
     for path in report.missing_ids:
         say(f"no id (found by path until it has one): {path}")
     for warning in report.warnings:
-        say(f"warning: {warning}")
+        say(f"warning: {warning}", style="warn")
     drift = report.drift
     say(f"index drift before refresh: {drift['new']} new, {drift['changed']} changed, {drift['deleted']} deleted")
-    say("ok" if report.ok else "problems found")
+    say("ok" if report.ok else "problems found", style="good" if report.ok else "warn")

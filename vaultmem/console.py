@@ -12,7 +12,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import VaultmemError, VaultNotFound
 
@@ -21,13 +21,93 @@ HIDDEN_FLAGS = {"include_superseded": "superseded", "include_candidates": "candi
                 "include_archived": "archived"}
 
 
+class Opt(NamedTuple):
+    """One command-line option, declared once: cli.py makes the typer option of it, _parser the argparse one."""
+
+    flags: tuple[str, ...]        # the long name first
+    help: str
+    kind: type = str              # str, int, float or bool (a flag)
+    metavar: str | None = None    # shown in --help; None for flags
+    many: bool = False            # repeatable: the value is a list
+    default: Any = None
+    negatable: bool = False       # a flag that also has --no-<name>
+    minimum: int | None = None    # below it the full CLI reports the usage error
+
+
+VAULT = Opt(("--vault", "-V"), "The vault folder (else $VAULTMEM_VAULT, else $OBSIDIAN_VAULT_PATH).",
+            metavar="PATH")
+JSON = Opt(("--json",), "Print JSON (stable fields, see README) instead of text; errors too, on stderr.", bool,
+           default=False)
+TAG = Opt(("--tag", "-t"), "A tag (repeatable).", metavar="TAG", many=True)
+IDS = Opt(("--ids",), "Print only the ids, one a line (for scripts).", bool, default=False)
+LIMIT = Opt(("--limit", "-k"), "How many hits.", int, "N", minimum=1)
+
+REMEMBER_OPTIONS = {
+    "tag": TAG,
+    "source": Opt(("--source",), "Who writes it: user, an agent name, web, import:<x>.", metavar="NAME"),
+    "lifecycle": Opt(("--lifecycle",), "Sets the half-life: task, note, event, preference, fact, permanent "
+                                       "(the config's half_life_hours may add more).", metavar="NAME"),
+    "score": Opt(("--score",), "Importance 0..10 (default: computed, see --explain).", float, "0..10"),
+    "timestamp": Opt(("--timestamp",), "When it happened (ISO 8601), for imports.", metavar="TIME"),
+    "type_": Opt(("--type",), "fact, preference, event, task, lesson, …", metavar="TYPE"),
+    "value": Opt(("--value",), "A structured value (an id, a date, a number).", metavar="VALUE"),
+    "namespace": Opt(("--namespace",), "shared (default), or an agent's private space.", metavar="NAME"),
+    "episode": Opt(("--episode",), "Session or conversation id grouping memories.", metavar="ID"),
+    "entity": Opt(("--entity",), "An entity the memory is about (repeatable); its note is created if missing.",
+                  metavar="NAME", many=True),
+    "candidate": Opt(("--candidate",), "Stage it in the inbox until `vaultmem confirm`.", bool, default=False),
+    "supersedes": Opt(("--supersedes",), "Id or title of the memory this one replaces.", metavar="REF"),
+    "explain": Opt(("--explain",), "Show the extraction, importance and dedup decision.", bool, default=False),
+    "refresh": Opt(("--refresh",), "Rescan notes changed on disk first (batches always do), so dedup sees "
+                                   "hand edits.", bool, default=False),
+    "vault": VAULT,
+    "json_out": JSON,
+}
+RECALL_OPTIONS = {
+    "tag": Opt(("--tag", "-t"), "Only memories with this tag (repeatable: all of them).", metavar="TAG", many=True),
+    "limit": LIMIT,
+    "type_": Opt(("--type",), "Only this type.", metavar="TYPE"),
+    "source": Opt(("--source",), "Only from this source.", metavar="NAME"),
+    "namespace": Opt(("--namespace",), "Only this namespace.", metavar="NAME"),
+    "lifecycle": Opt(("--lifecycle",), "Only this lifecycle.", metavar="NAME"),
+    "status": Opt(("--status",), "Only these statuses (repeatable).", metavar="STATUS", many=True),
+    "since": Opt(("--since",), "Written on or after (YYYY-MM-DD or ISO 8601).", metavar="DATE"),
+    "until": Opt(("--until",), "Written on or before (YYYY-MM-DD or ISO 8601).", metavar="DATE"),
+    "include_superseded": Opt(("--include-superseded",), "Also superseded memories.", bool, default=False),
+    "include_candidates": Opt(("--include-candidates",), "Also candidates waiting in the inbox.", bool,
+                              default=False),
+    "include_archived": Opt(("--include-archived",), "Also archived (forgotten) memories.", bool, default=False),
+    "explain": Opt(("--explain",), "Show each hit's channel scores, decay and final score.", bool, default=False),
+    "refresh": Opt(("--refresh",), "Re-read notes changed on disk first.", bool, default=True, negatable=True),
+    "ids": IDS,
+    "vault": VAULT,
+    "json_out": JSON,
+}
+
+
+def given_vault(path: Path | str | None) -> Path | str | None:
+    """--vault, else $VAULTMEM_VAULT, else $OBSIDIAN_VAULT_PATH (None when none is set)."""
+    if path is not None:
+        return path
+    return next((os.environ[e] for e in VAULT_ENV if os.environ.get(e)), None)
+
+
 def open_vault(path: Path | str | None):
-    """The vault named by --vault (the environment is consulted by the caller's option parser)."""
+    """The vault named by --vault or the environment."""
     from .vault import Vault
 
+    path = given_vault(path)
     if path is None:
         raise VaultNotFound("no vault given: use --vault PATH or set VAULTMEM_VAULT (or OBSIDIAN_VAULT_PATH)")
     return Vault(path)
+
+
+def check_lifecycle(config: dict[str, Any], name: str | None, where: str = "--lifecycle") -> None:
+    """Refuse a lifecycle the config gives no half-life (a typo would silently decay as `default`)."""
+    names = [key for key in config["half_life_hours"] if key != "default"]
+    if name is not None and name not in names:  # the value is not repeated: it may hold a secret
+        raise VaultmemError(f"{where} must be one of {', '.join(names)} (half_life_hours in "
+                            ".vaultmem/config.yaml names them)")
 
 
 # Control characters a terminal acts on (ESC starts sequences that clear it, retitle its window,
@@ -42,9 +122,30 @@ def terminal_safe(text: str) -> str:
     return _CONTROLS.sub(lambda m: f"\\x{ord(m[0]):02x}", text)
 
 
-def say(text: str = "", err: bool = False) -> None:
-    """Print a line for a person (stdout, or stderr with err): how all such text reaches the terminal."""
-    print(terminal_safe(text), file=sys.stderr if err else sys.stdout)
+_STYLES = {"title": "1", "dim": "2", "error": "31", "good": "32", "warn": "33"}  # ANSI SGR codes
+
+
+def colour(stream) -> bool:
+    """Colour only on a terminal, never with NO_COLOR set (https://no-color.org) or TERM=dumb."""
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # no stream, or a closed one
+        return False
+
+
+def say(text: str = "", err: bool = False, style: str | None = None) -> None:
+    """Print a line for a person (stdout, or stderr with err): how all such text reaches the terminal.
+
+    The style (title, dim, error, good, warn) colours the line on a terminal; it is added after the
+    text is made terminal-safe, so a note can never send escape sequences of its own.
+    """
+    stream = sys.stderr if err else sys.stdout
+    line = terminal_safe(text)
+    if style and colour(stream):
+        line = f"\x1b[{_STYLES[style]}m{line}\x1b[0m"
+    print(line, file=stream)
 
 
 def print_json(data: Any) -> None:
@@ -64,7 +165,7 @@ def recall_command(query: str | None, tag: list[str] | None, limit: int | None, 
                    source: str | None, namespace: str | None, lifecycle: str | None, status: list[str] | None,
                    since: str | None, until: str | None, include_superseded: bool, include_candidates: bool,
                    include_archived: bool, explain: bool, refresh: bool, vault: Path | str | None,
-                   json_out: bool) -> None:
+                   json_out: bool, ids: bool = False) -> None:
     """`vaultmem recall`: refresh, recall, print."""
     v = open_vault(vault)
     if refresh and v.config["index"]["auto_refresh"]:
@@ -77,20 +178,23 @@ def recall_command(query: str | None, tag: list[str] | None, limit: int | None, 
                     until=epoch(until, True))
     if json_out:
         print_json([h.to_dict() for h in hits])
+    elif ids:
+        for hit in hits:
+            say(hit.id)
     elif not hits:
-        say("No memories match.")
-    for rank, hit in enumerate([] if json_out else hits, 1):
+        say("No memories match.", err=True)
+    for rank, hit in enumerate([] if json_out or ids else hits, 1):
         _print_hit(rank, hit, explain)
 
 
 def _print_hit(rank: int, hit, explain: bool) -> None:
     tags = " ".join("#" + t for t in hit.tags)
-    say(f"{rank}. {hit.title}  [{hit.timestamp[:10]} · {hit.source or '-'}]  {tags}")
+    say(f"{rank}. {hit.title}  [{hit.timestamp[:10]} · {hit.source or '-'}]  {tags}", style="title")
     say("   " + " ".join(hit.content.split())[:200])
     if explain:
         parts = "  ".join(f"{k}={v:.3f}" for k, v in hit.channels.items())
         say(f"   {parts}  score={hit.score:g} decay={hit.decay:.3f} effective={hit.effective:.3f} "
-            f"final={hit.final:.3f}  ({hit.path})")
+            f"final={hit.final:.3f}  ({hit.path})", style="dim")
 
 
 def remember_command(text: str | None, tag: list[str] | None, source: str | None, lifecycle: str | None,
@@ -103,9 +207,12 @@ def remember_command(text: str | None, tag: list[str] | None, source: str | None
     No rescan first (it costs more than the write at 10k notes): dedup sees the index as of the
     last recall, refresh or watcher pass; `--refresh` rescans first.
     """
-    if not text:
-        raise VaultmemError("nothing to remember: give a TEXT or --batch FILE")
+    if text == "-":  # `echo … | vaultmem remember -`, as cat and git read stdin
+        text = sys.stdin.read()
+    if not text or not text.strip():
+        raise VaultmemError("nothing to remember: give a TEXT ('-' reads it from stdin) or --batch FILE")
     v = open_vault(vault)
+    check_lifecycle(v.config, lifecycle)
     if refresh:
         v.refresh()
     result = v.remember(text, tags=tag, source=source, lifecycle=lifecycle, score=score, timestamp=timestamp,
@@ -136,40 +243,19 @@ def _print_explain(result) -> None:
     say(f"  trust: {info.get('trust')}  decision: {info.get('decision')}")
 
 
-def _parser(prog: str) -> argparse.ArgumentParser:
+def _parser(prog: str, positional: tuple[str, str | None], options: dict[str, Opt]) -> argparse.ArgumentParser:
+    """The argparse twin of a typer command, made from the same option table."""
     # a fixed width: argparse would import shutil (~5 ms) to measure a terminal it never prints to here
     p = argparse.ArgumentParser(prog=prog, add_help=False, exit_on_error=False,
                                 formatter_class=lambda prog: argparse.HelpFormatter(prog, width=80))
     p.error = lambda message: (_ for _ in ()).throw(_Unparsed(message))  # type: ignore[method-assign]
-    p.add_argument("--vault", "-V")
-    p.add_argument("--json", dest="json_out", action="store_true")
-    p.add_argument("--tag", "-t", action="append")
-    for name in ("--type", "--source", "--namespace", "--lifecycle"):
-        p.add_argument(name)
-    return p
-
-
-def _remember_parser() -> argparse.ArgumentParser:
-    p = _parser("vaultmem remember")
-    p.add_argument("text")
-    p.add_argument("--score", type=float)
-    for name in ("--timestamp", "--value", "--episode", "--supersedes"):
-        p.add_argument(name)
-    p.add_argument("--entity", action="append")
-    for flag in ("candidate", "explain", "refresh"):
-        p.add_argument(f"--{flag}", action="store_true")
-    return p
-
-
-def _recall_parser() -> argparse.ArgumentParser:
-    p = _parser("vaultmem recall")
-    p.add_argument("query", nargs="?")
-    p.add_argument("--limit", "-k", type=int)
-    for name in ("--since", "--until"):
-        p.add_argument(name)
-    p.add_argument("--status", action="append")
-    for flag in ("include-superseded", "include-candidates", "include-archived", "explain", "refresh"):
-        p.add_argument(f"--{flag}", action=argparse.BooleanOptionalAction, default=flag == "refresh")
+    p.add_argument(positional[0], nargs=positional[1])
+    for name, spec in options.items():
+        if spec.kind is bool:
+            action = argparse.BooleanOptionalAction if spec.negatable else "store_true"
+            p.add_argument(*spec.flags, dest=name, action=action, default=spec.default)
+        else:
+            p.add_argument(*spec.flags, dest=name, type=spec.kind, action="append" if spec.many else "store")
     return p
 
 
@@ -177,34 +263,34 @@ class _Unparsed(Exception):
     pass
 
 
-def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> dict[str, Any]:
+def _parse(parser: argparse.ArgumentParser, options: dict[str, Opt], argv: list[str]) -> dict[str, Any] | None:
+    """The options of argv, or None when the full CLI must say what is wrong with them."""
     try:
         opts = vars(parser.parse_args(argv))
     except (argparse.ArgumentError, _Unparsed):
-        raise _Unparsed from None
-    opts["type_"] = opts.pop("type")
-    if opts["vault"] is None:
-        opts["vault"] = next((os.environ[e] for e in VAULT_ENV if os.environ.get(e)), None)
-    return opts
+        return None
+    low = [n for n, spec in options.items() if spec.minimum is not None and opts[n] is not None and opts[n] < spec.minimum]
+    return None if low else opts
 
 
-def fast_recall(argv: list[str]) -> int | None:
-    """Run `recall ARGS` without typer; None when the arguments need the full CLI (help, errors)."""
-    try:
-        opts = _parse(_recall_parser(), argv)
-    except _Unparsed:
+def fast_recall(argv: list[str], vault: str | None = None) -> int | None:
+    """Run `recall ARGS` without typer; None when the arguments need the full CLI (help, errors).
+
+    vault is a global `vaultmem --vault P recall …`; the command's own --vault wins over it.
+    """
+    opts = _parse(_parser("vaultmem recall", ("query", "?"), RECALL_OPTIONS), RECALL_OPTIONS, argv)
+    if opts is None:
         return None
-    if opts["limit"] is not None and opts["limit"] < 1:
-        return None
+    opts["vault"] = opts["vault"] or vault
     return guarded(recall_command, **opts)
 
 
-def fast_remember(argv: list[str]) -> int | None:
+def fast_remember(argv: list[str], vault: str | None = None) -> int | None:
     """Run `remember TEXT ARGS` without typer; None when the arguments need the full CLI."""
-    try:
-        opts = _parse(_remember_parser(), argv)
-    except _Unparsed:
+    opts = _parse(_parser("vaultmem remember", ("text", None), REMEMBER_OPTIONS), REMEMBER_OPTIONS, argv)
+    if opts is None:
         return None
+    opts["vault"] = opts["vault"] or vault
     return guarded(remember_command, **opts)
 
 
@@ -223,14 +309,35 @@ def error_message(exc: BaseException) -> str | None:
     return None
 
 
-def guarded(fn, *args: Any, **kwargs: Any) -> int:
-    """Run a command body; a known error becomes one line on stderr and exit code 1."""
+def report_error(message: str, exc: BaseException, json_out: bool) -> None:
+    """An error on stderr: one line for a person, or with --json one JSON object for a script."""
+    if json_out:
+        kind = type(exc).__name__ if isinstance(exc, (VaultmemError, OSError)) else "unexpected"
+        sys.stderr.write(json.dumps({"error": message.removeprefix("Error: "), "kind": kind, "exit_code": 1},
+                                    ensure_ascii=False) + "\n")
+    else:
+        say(message, err=True, style="error")
+
+
+def reader_left() -> None:
+    """The reader of stdout went away (`vaultmem … | head -1`): drop what is left to print, quietly."""
     try:
-        fn(*args, **kwargs)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the flush at exit does not fail a second time
+    except (OSError, ValueError, AttributeError):  # no real file descriptor behind stdout
+        pass
+
+
+def guarded(fn, *args: Any, json_out: bool = False, **kwargs: Any) -> int:
+    """Run a command body; a known error becomes one line on stderr (JSON with json_out) and exit code 1."""
+    try:
+        fn(*args, json_out=json_out, **kwargs)
+    except BrokenPipeError:
+        reader_left()
     except Exception as exc:
         message = error_message(exc)
         if message is None:
             raise
-        say(message, err=True)
+        report_error(message, exc, json_out)
         return 1
     return 0

@@ -34,7 +34,7 @@ from ..catalog import Memory
 from ..console import VAULT_ENV, error_message, open_vault
 from ..errors import NoteNotFound, VaultmemError
 
-DISTRIBUTION = "vaultmem"
+DISTRIBUTION = "vaultmem-md"  # the name on PyPI, where `vaultmem` is an unrelated project
 MISSING_EXTRA = f"the MCP server needs the 'mcp' extra: pip install '{DISTRIBUTION}[mcp]'"
 DEFAULT_SOURCE = "mcp"
 RECALL_LIMIT = 10
