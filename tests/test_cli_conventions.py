@@ -236,3 +236,20 @@ def test_the_fast_path_and_the_typer_command_share_every_option(name, options):
     flags = {flag for action in parser._actions for flag in action.option_strings}
     assert flags >= {flag for spec in options.values() for flag in spec.flags}
     assert set(typed) - set(options) <= {"batch"}  # the one option the fast path leaves to typer
+
+
+def test_an_unknown_batch_field_is_refused_with_the_allowed_ones(tmp_path):
+    import subprocess
+    import sys
+
+    from vaultmem import Vault
+    from vaultmem.write import BATCH_FIELDS
+
+    Vault.init(tmp_path / "v")
+    batch = tmp_path / "m.jsonl"
+    batch.write_text('{"text": "x", "colour": 1}\n', encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "vaultmem", "remember", "--vault", str(tmp_path / "v"), "--batch",
+                           str(batch)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "unknown field(s) colour; the fields are " + ", ".join(sorted(BATCH_FIELDS)) in done.stderr
+    assert not list((tmp_path / "v" / "memories").glob("*.md"))

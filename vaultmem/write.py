@@ -188,7 +188,8 @@ class Writer:
         """
         unknown = set(item) - BATCH_FIELDS
         if unknown:  # a field's name is shown, cleaned like text (a JSON key can be anything)
-            raise VaultmemError(f"{where}: unknown field(s) {self.policy.clean(', '.join(sorted(unknown)))[0]}")
+            raise VaultmemError(f"{where}: unknown field(s) {self.policy.clean(', '.join(sorted(unknown)))[0]}; "
+                                f"the fields are {', '.join(sorted(BATCH_FIELDS))}")
         body = item.get("text")
         if not isinstance(body, str) or not body.strip():
             raise VaultmemError(f"{where}: `text` is required and must be a non-empty string")
