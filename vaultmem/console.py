@@ -68,7 +68,8 @@ RECALL_OPTIONS = {
     "limit": LIMIT,
     "type_": Opt(("--type",), "Only this type.", metavar="TYPE"),
     "source": Opt(("--source",), "Only from this source.", metavar="NAME"),
-    "namespace": Opt(("--namespace",), "Only this namespace.", metavar="NAME"),
+    "namespace": Opt(("--namespace",), "Namespace to read (default: shared plus your own, $VAULTMEM_NAMESPACE "
+                     "or the vault's default; '*' reads all).", metavar="NAME"),
     "lifecycle": Opt(("--lifecycle",), "Only this lifecycle.", metavar="NAME"),
     "status": Opt(("--status",), "Only these statuses (repeatable).", metavar="STATUS", many=True),
     "since": Opt(("--since",), "Written on or after (YYYY-MM-DD or ISO 8601).", metavar="DATE"),
