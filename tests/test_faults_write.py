@@ -40,6 +40,18 @@ def _assert_person_text_kept(vault: Vault, rel: str) -> None:
     assert note.meta["value"] == "CT2024-0876"
 
 
+def _merge_over_the_save(vault: Vault, rel: str, landed: list, saved_line: str) -> None:
+    """A merge while the injected save lands: it is made over the saved text, which keeps its line."""
+    result = vault.remember("客户张三的合同编号是 CT2024-0876 again confirmed", tags=["billing"],
+                            source="finance-bot", type="contract_id", value="CT2024-0876")
+    assert landed, "the injected save never ran"
+    assert result.action == "merged" and result.path == rel
+    text = (vault.root / rel).read_text(encoding="utf-8")
+    assert saved_line in text
+    _assert_person_text_kept(vault, rel)
+    assert "billing" in parse_note(text).meta["tags"]
+
+
 def test_a_merge_waits_out_an_editor_saving_in_place(vault, monkeypatch):
     """The editor has truncated the note and writes it a moment later: the merge sees the whole note."""
     rel, saved = _person_note(vault)
@@ -111,14 +123,7 @@ def test_a_save_landing_during_the_fsync_is_not_overwritten(vault, monkeypatch):
             path.write_text(later, encoding="utf-8")  # Obsidian saves while our temp file is being synced
 
     monkeypatch.setattr(os, "fsync", slow_fsync)
-    result = vault.remember("客户张三的合同编号是 CT2024-0876 again confirmed", tags=["billing"],
-                            source="finance-bot", type="contract_id", value="CT2024-0876")
-    assert landed, "the injected save never ran"
-    assert result.action == "merged" and result.path == rel
-    text = path.read_text(encoding="utf-8")
-    assert "Saved during the fsync." in text
-    _assert_person_text_kept(vault, rel)
-    assert "billing" in parse_note(text).meta["tags"]
+    _merge_over_the_save(vault, rel, landed, "Saved during the fsync.")
 
 
 def test_a_save_into_the_file_being_replaced_is_put_back_and_merged_over(vault, monkeypatch):
@@ -145,14 +150,7 @@ def test_a_save_into_the_file_being_replaced_is_put_back_and_merged_over(vault, 
             handle.close()
 
     monkeypatch.setattr(vault_module, "atomic_write", late_save)
-    result = vault.remember("客户张三的合同编号是 CT2024-0876 again confirmed", tags=["billing"],
-                            source="finance-bot", type="contract_id", value="CT2024-0876")
-    assert landed, "the injected save never ran"
-    assert result.action == "merged" and result.path == rel
-    text = path.read_text(encoding="utf-8")
-    assert "Saved into the old file." in text
-    _assert_person_text_kept(vault, rel)
-    assert "billing" in parse_note(text).meta["tags"]
+    _merge_over_the_save(vault, rel, landed, "Saved into the old file.")
 
 
 @pytest.mark.parametrize("first, second", [

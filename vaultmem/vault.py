@@ -124,6 +124,17 @@ def _read_fd(fd: int) -> bytes:
     return b"".join(chunks)
 
 
+def _settled(read: Callable[[], bytes], known_sha: str | None, waits: tuple[float, ...]) -> bytes:
+    """read(), read again after each pause of `waits` while it looks like a save caught half-way."""
+    data = read()
+    for pause in waits:
+        if not _mid_save(data, known_sha):
+            break
+        _pause(pause)
+        data = read()
+    return data
+
+
 def find_templates() -> Path | None:
     """The Obsidian templates shipped with vaultmem (in the wheel, or the source checkout)."""
     here = Path(__file__).resolve().parent
@@ -342,12 +353,7 @@ class Vault:
         """An editor that opened the note before our move and saved in place after our last check wrote
         into the file we replaced: its text is put back over ours (if ours is still there) and the
         write is a WriteConflict, so the caller decides again on the person's text. Raises WriteConflict."""
-        data = _read_fd(old)
-        for pause in RESCUE_WAITS:
-            if content_hash(data) == expected_sha or not _mid_save(data, expected_sha):
-                break
-            _pause(pause)
-            data = _read_fd(old)
+        data = _settled(lambda: _read_fd(old), expected_sha, RESCUE_WAITS)
         if content_hash(data) == expected_sha or _mid_save(data, expected_sha):
             return  # untouched (or emptied and never written again: there is no text to keep)
 
@@ -392,13 +398,7 @@ class Vault:
         What comes back may still be such a text: the caller must not take it for the note.
         Raises FileNotFoundError.
         """
-        data = path.read_bytes()
-        for pause in SAVE_WAITS:
-            if not _mid_save(data, known_sha):
-                break
-            _pause(pause)
-            data = path.read_bytes()
-        return data
+        return _settled(path.read_bytes, known_sha, SAVE_WAITS)
 
     def edit_note(self, path: Path, edit: Callable[[Any], str], *, durable: bool = True, retries: int = 5) -> str:
         """Rewrite a note from its current text: read it, `edit(note.Note) -> new text`, write it
