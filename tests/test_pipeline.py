@@ -5,8 +5,10 @@ import sqlite3
 
 import pytest
 
-from vaultmem import PolicyViolation, Vault
+from vaultmem import PolicyViolation, Vault, dedup
 from vaultmem.note import parse_note
+
+EARLIER, LATER = "2026-11-01T09:00:00+00:00", "2026-11-03T09:00:00+00:00"  # more than a day apart
 
 
 def _meta(vault, result):
@@ -88,9 +90,10 @@ def test_the_same_type_and_value_merges_and_keeps_both_statements(vault):
 
 
 def test_a_near_duplicate_merges_but_a_different_number_does_not(vault):
-    first = vault.remember("The weekly sync moved to Tuesday morning with the whole platform team")
+    first = vault.remember("The weekly sync moved to Tuesday morning with the whole platform team", timestamp=EARLIER)
     # (the same words again, "…team!!", are a repeat: unchanged, see test_repeats.py)
-    second = vault.remember("The weekly sync moved to Tuesday morning with the platform team")
+    # a restatement strengthens the memory once a day (write.reinforce_hours; see test_repeats.py)
+    second = vault.remember("The weekly sync moved to Tuesday morning with the platform team", timestamp=LATER)
     assert second.action == "merged" and second.id == first.id
     room_a = vault.remember("The release review meets in room 301 every Thursday afternoon")
     room_b = vault.remember("The release review meets in room 302 every Thursday afternoon")
@@ -227,7 +230,8 @@ def test_the_rows_a_write_indexes_equal_those_a_full_reindex_builds(vault):
     vault.refresh(force=True)
     rebuilt = {r["path"]: {k: r[k] for k in fields} for r in vault.index.select_notes()}
     assert rebuilt == written
-    assert len(found_before) == 4 and all(len(written[p]["sketch"]) == 6 for p in found_before)
+    assert len(found_before) == 4 and all(len(written[p]["sketch"]) == len(dedup.sketch_keys("x")) == 8
+                                          for p in found_before)
     # before: the keys of notes written since the last generation; after: the generation's own
     assert {p: vault.index.near_duplicate_paths(written[p]["sketch"]) for p in found_before} == found_before
     assert all(p in found for p, found in found_before.items())
