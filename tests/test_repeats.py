@@ -66,3 +66,59 @@ def test_an_explicit_supersede_carries_the_tags_over(vault):
     new = vault.remember("We moved: the office is now in the harbour tower", supersedes=old.id)
     assert new.supersedes == old.id
     assert "office" in _meta(vault, new)["tags"] and _meta(vault, new)["lifecycle"] == "fact"
+
+
+MONDAY, TUESDAY = "2026-11-02T09:00:00+00:00", "2026-11-03T10:00:00+00:00"  # 25 hours apart
+WINDOW = "The deploy window is on Tuesday 22:00 for the billing service"
+RESTATED = "The deploy window is Tuesday 22:00 for the billing service"  # other words, the same memory
+
+
+def test_the_very_same_words_with_a_new_tag_add_the_tag_and_nothing_else(vault):
+    first = vault.remember(INVOICE, timestamp=MONDAY)
+    before = _meta(vault, first)
+    again = vault.remember(INVOICE, tags=["finance"], timestamp=TUESDAY)
+    assert (again.action, again.id) == ("merged", first.id)
+    after = _meta(vault, first)
+    assert "finance" in after["tags"]
+    assert after["score"] == before["score"] and after["timestamp"] == before["timestamp"]  # a retry is no news
+    assert vault.remember(INVOICE, tags=["finance"]).action == "unchanged"
+
+
+def test_a_restatement_strengthens_a_memory_once_a_day_and_saying_it_again_is_unchanged(vault):
+    first = vault.remember(WINDOW, timestamp=MONDAY)
+    soon = vault.remember(RESTATED, timestamp="2026-11-02T15:00:00+00:00")  # the same day: no creep
+    assert (soon.action, soon.id, soon.score) == ("unchanged", first.id, first.score)
+    before = snapshot_files(vault.root)
+    assert vault.remember(RESTATED, timestamp="2026-11-02T16:00:00+00:00").action == "unchanged"
+    assert snapshot_files(vault.root) == before
+    later = vault.remember(RESTATED, timestamp=TUESDAY)  # a day on, telling it again strengthens it once
+    assert (later.action, later.id) == ("merged", first.id) and later.score == first.score + 1
+    assert _meta(vault, first)["timestamp"].isoformat() == TUESDAY
+    assert vault.remember(RESTATED, timestamp="2026-11-03T11:00:00+00:00").score == later.score
+
+
+def test_a_restatement_within_the_day_still_adds_its_new_tag(vault):
+    first = vault.remember(WINDOW, timestamp=MONDAY)
+    soon = vault.remember(RESTATED, tags=["deploys"], timestamp="2026-11-02T15:00:00+00:00")
+    assert (soon.action, soon.id, soon.score) == ("merged", first.id, first.score)
+    assert "deploys" in _meta(vault, first)["tags"] and _meta(vault, first)["timestamp"].isoformat() == MONDAY
+
+
+def test_a_correction_links_the_entities_the_old_note_linked(vault):
+    vault.add_entity("Acme Corp")
+    old = vault.remember("Acme Corp has its office in Building 4", tags=["office"])
+    assert "[[Acme Corp]]" in (vault.root / old.path).read_text()
+    new = vault.remember("We moved: the office is now in the harbour tower", supersedes=old.id)
+    assert _meta(vault, new)["entities"] == ["[[Acme Corp]]"]
+    hits = vault.recall("Acme Corp", record_access=False)
+    assert hits[0].id == new.id and hits[0].channels["graph"] > 0
+    given = vault.remember("The office is now at Pier 9", supersedes=new.id, entity=["Globex"])
+    assert _meta(vault, given)["entities"] == ["[[Globex]]"]  # entities given replace the old ones
+
+
+def test_an_entity_the_text_does_not_name_is_linked_in_the_entities_property(vault):
+    result = vault.remember("Contract renewed for two years", entity=["Acme Corp"])
+    assert _meta(vault, result)["entities"] == ["[[Acme Corp]]"]
+    named = vault.remember("Acme Corp pays by bank transfer", entity=["Acme Corp"])
+    assert "entities" not in _meta(vault, named)  # the body links it already
+    assert {h.id for h in vault.recall("Acme Corp", record_access=False)} >= {result.id, named.id}

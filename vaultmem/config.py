@@ -41,6 +41,7 @@ write:
   merge_types: [contract_id, invoice_id, id, url, email, phone]  # same (type, value): one note, statements appended
   supersede_types: [contract_id, phone, email]  # a new value of these for the same entity supersedes the old note
   merge_bonus: 1.0        # a merge sets score = max(old, new) + this (at most 10): restating a fact strengthens it
+  reinforce_hours: 24     # ...once in this time: a restatement sooner than this after the last adds only its tags
   link_entities: true     # mentions of known entities (titles, aliases) become [[wikilinks]]
   episodes: true          # each write adds a line to episodes/YYYY-MM-DD.md
   stage_trust: [external] # writes of this trust land in inbox/ as candidates (`vaultmem confirm ID` promotes)
@@ -135,7 +136,7 @@ _RULES: dict[str, tuple[str, Any]] = {
     **dict.fromkeys(["ranking.fuzzy_rescore", "ranking.feedback_docs", "ranking.feedback_terms",
                      "index.compact_min"], _COUNT),
     **dict.fromkeys(["write.near_duplicate", "ranking.bm25_b", "ranking.common_term_ratio"], _SHARE),
-    **dict.fromkeys(["write.merge_bonus", "ranking.rrf_k", "ranking.bm25_k1", "reinforcement.reward",
+    **dict.fromkeys(["write.merge_bonus", "write.reinforce_hours", "ranking.rrf_k", "ranking.bm25_k1", "reinforcement.reward",
                      "reinforcement.max_reward", "index.compact_ratio"], _NOT_NEGATIVE),
     "half_life_hours.*": ("a number of 0 or more, or null", lambda v: v >= 0),
     "defaults.score": ("a number from 0 to 10", lambda v: 0 <= v <= 10),

@@ -37,8 +37,13 @@ _LEADING_CUES = re.compile(  # one or more framing cues at the start, with the p
     r"^(?:(?:" + "|".join(re.escape(c).replace("'", "['’]") for c in sorted(TITLE_CUES, key=len, reverse=True))
     + r")(?![a-z])[\s:：,，、!！.。—-]*)+", re.IGNORECASE)
 _LINK = re.compile(r"\[\[([^\]|#]*)(?:#[^\]|]*)?(?:\|([^\]]*))?\]\]")
-KEY_ORDER = ("id", "type", "value", "score", "timestamp", "tags", "source", "lifecycle", "trust", "status",
+KEY_ORDER = ("id", "type", "value", "score", "timestamp", "tags", "entities", "source", "lifecycle", "trust", "status",
              "supersedes", "namespace", "episode", "version")
+
+
+def entity_links(titles: Iterable[str]) -> list[str] | str:
+    """The `entities` property: a list of quoted wikilinks, or "" (left out) when there are none."""
+    return [f"[[{title}]]" for title in titles] or ""
 
 
 def parse_time(value: str | dt.datetime | dt.date | None) -> dt.datetime:
@@ -167,16 +172,19 @@ class Drafter:
         for name in [*fields["entity"], *extraction.names]:
             self.clean(name, redacted)  # the entity notes themselves are the writer's (Writer.ensure_entities)
         linked, entities = self.matcher.link(body) if self.matcher is not None else (body, [])
+        about = self.unlinked(fields["entity"], linked)
         # a title made from the cleaned body is clean; cleaning it again would re-hash a cut hash
         title = self.clean(str(fields["title"]), redacted) if fields.get("title") else make_title(linked)
         meta = {"id": new_ulid(when.timestamp()), "type": kind, "value": value, "score": round(score, 2),
-                "timestamp": when, "tags": union(fields["tags"], extraction.tags), "source": source,
+                "timestamp": when, "tags": union(fields["tags"], extraction.tags), "entities": entity_links(about),
+                "source": source,
                 "lifecycle": str(fields.get("lifecycle") or d["lifecycle"]), "trust": trust,
                 "status": "candidate" if staged else "active",
                 "namespace": str(fields.get("namespace") or d["namespace"]),
                 "episode": str(fields.get("episode") or ""), "version": [f"{self.device}:1"]}
         explain = _explanation(extraction, parts, trust, staged, redacted, entities) if self.explain else None
-        draft = Draft(linked, meta, title, "inbox" if staged else "memories", [text.normalize(e) for e in entities],
+        draft = Draft(linked, meta, title, "inbox" if staged else "memories",
+                      [text.normalize(e) for e in [*entities, *about]],
                       redacted, explain)
         draft.plain = text.plain_text(linked)
         draft.fp = text.digest(draft.plain)
@@ -187,6 +195,15 @@ class Drafter:
         draft.stem = safe_filename(title)
         self.render(draft)
         return draft
+
+    def unlinked(self, names: Iterable[str], body: str) -> list[str]:
+        """Titles of the named entities a body does not link to: the note's `entities` property
+        links those (a memory about Acme that never names it still points at Acme's note)."""
+        if self.matcher is None:
+            return []
+        linked = self.matcher.linked_titles(body)
+        titles = (self.matcher.title_of(name) for name in names)
+        return list(dict.fromkeys(t for t in titles if t is not None and t not in linked))
 
     def render(self, draft: Draft) -> None:
         """The note's bytes and index record."""

@@ -192,6 +192,15 @@ class EntityMatcher:
         parts.append(body[done:])
         return "".join(parts), titles
 
+    def title_of(self, name: str) -> str | None:
+        """The title of the entity a name (title or alias) belongs to, if known."""
+        hit = self._names.get(fold(" ".join(name.split())))
+        return hit[0].title if hit is not None else None
+
+    def linked_titles(self, body: str) -> set[str]:
+        """Titles of the entities a body links to (by title or alias)."""
+        return self._linked_titles(body)
+
     def _linked_titles(self, body: str) -> set[str]:
         """Titles of the entities the body already links to (by title or by alias)."""
         if "[[" not in body:

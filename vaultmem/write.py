@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import text
 from .dedup import BatchKeys, restates
-from .drafts import Draft, Drafter, parse_time, union, worker_pool
+from .drafts import Draft, Drafter, entity_links, parse_time, union, worker_pool
 from .episodes import DayPlan, EpisodeLine, append_episodes, index_planned, plan_days, write_planned
 from .errors import VaultmemError, WriteConflict
 from .extract import POSITIONS
@@ -79,7 +79,7 @@ def numbered_name(stem: str, attempt: int) -> str:
 
 def _given(fields: dict[str, Any]) -> frozenset[str]:
     """The fields a caller set (not empty), of those a supersede would otherwise carry over."""
-    return frozenset(name for name in ("tags", "lifecycle") if fields.get(name))
+    return frozenset(name for name in ("tags", "lifecycle", "entity") if fields.get(name))
 
 
 def _holds(meta: dict[str, Any], body: str, draft: Draft) -> bool:
@@ -90,7 +90,24 @@ def _holds(meta: dict[str, Any], body: str, draft: Draft) -> bool:
     held = " ".join(_WORDS.findall(text.plain_text(body)))
     if not said or f" {said} " not in f" {held} ":
         return False
-    have = {text.normalize_tag(str(t)) for t in meta.get("tags") or []}
+    return _has_tags(meta.get("tags") or [], draft)
+
+
+def _listed(value: Any) -> list[Any]:
+    """A property's values: a list as it is, one value as a list of one, nothing as []."""
+    if value in (None, ""):
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _unlinks(value: Any) -> list[str]:
+    """The targets of an `entities` property's "[[Title]]" values."""
+    return [str(v).strip()[2:-2].split("|")[0] for v in _listed(value) if str(v).strip().startswith("[[")]
+
+
+def _has_tags(tags: Any, draft: Draft) -> bool:
+    """Whether a note's tags include every tag of the draft."""
+    have = {text.normalize_tag(str(t)) for t in tags}
     return all(text.normalize_tag(t) in have for t in draft.meta["tags"])
 
 
@@ -126,6 +143,7 @@ def _bump_version(version: Any, device: str) -> list[str]:
 
 
 _KNOWN_COLUMNS = ("path", "id", "title", "type", "value", "namespace", "status", "score", "sha")
+REPEAT = "the same words"  # the merge reason of a repeat: it may add tags, never strength
 RESETTLE = 5  # times a draft is decided again because a note it was decided on changed meanwhile
 
 
@@ -246,6 +264,12 @@ class Writer:
         if found is not None:
             if isinstance(found, _Known):
                 self._finish_supersede(found)
+            # the same words: a retry, unless they bring a tag the note lacks (merged in, nothing else)
+            if isinstance(found, _Known):
+                return self._merge(found, draft, REPEAT)
+            known = self._known.get(found.path)
+            if known is not None and not _has_tags(found.tags, draft):
+                return self._merge(known, draft, REPEAT)
             return self._unchanged(found, draft)
         target, reason = self._merge_target(draft)
         if target is not None:
@@ -440,29 +464,35 @@ class Writer:
         return self._result("unchanged", found, draft, found.score)
 
     def _merge(self, target: _Known, draft: Draft, reason: str) -> WriteResult:
-        """Fold a restatement into the existing note: newer timestamp, raised score, tags, version."""
-        plain = draft.plain
-
-        def edit(meta: dict[str, Any], body: str) -> tuple[dict[str, Any], str | None]:
-            score = min(10.0, max(note_score(meta.get("score")), draft.meta["score"]) +
-                        float(self.settings["merge_bonus"]))
-            when = meta.get("timestamp")
-            changes = {"score": round(score, 2), "tags": union(meta.get("tags") or [], draft.meta["tags"]),
-                       "version": _bump_version(meta.get("version"), self.vault.device)}
-            if not isinstance(when, dt.datetime) or when < draft.meta["timestamp"]:
-                changes["timestamp"] = draft.meta["timestamp"]
-            # the same (type, value) with something new to say: keep the statement, below the old
-            old_plain = text.plain_text(body)
-            if (reason.startswith("same") and plain not in old_plain
-                    and restates(plain, old_plain) < float(self.settings["near_duplicate"])):
-                return changes, draft.body
-            return changes, None
-
+        """Fold a restatement into the existing note: its new tags always; a new statement of the
+        same (type, value) appended below the old; a newer timestamp and a raised score when it
+        says something new or restates the note after `reinforce_hours` (once within them)."""
         self._pending.load(target.path, target.sha)
         held_meta, held_body = self._pending.peek(target.path)
         if _holds(held_meta, held_body, draft):
             draft.decided(f"{target.path} already holds this statement and these tags")
             return self._result("unchanged", target, draft, note_score(held_meta.get("score")))
+        old_plain = text.plain_text(held_body)
+        # the same (type, value) with something new to say: keep the statement, below the old
+        appends = (reason.startswith("same ") and draft.plain not in old_plain
+                   and restates(draft.plain, old_plain) < float(self.settings["near_duplicate"]))
+        strengthens = appends or (reason != REPEAT and not self._recent(held_meta, draft))
+        if not strengthens and _has_tags(held_meta.get("tags"), draft):
+            draft.decided(f"{target.path} was told this within {self.settings['reinforce_hours']} h: "
+                          "a restatement strengthens a memory once in that time")
+            return self._result("unchanged", target, draft, note_score(held_meta.get("score")))
+
+        def edit(meta: dict[str, Any], body: str) -> tuple[dict[str, Any], str | None]:
+            changes: dict[str, Any] = {"tags": union(meta.get("tags") or [], draft.meta["tags"]),
+                                       "version": _bump_version(meta.get("version"), self.vault.device)}
+            if strengthens:
+                changes["score"] = round(min(10.0, max(note_score(meta.get("score")), draft.meta["score"]) +
+                                             float(self.settings["merge_bonus"])), 2)
+                when = meta.get("timestamp")
+                if not isinstance(when, dt.datetime) or when < draft.meta["timestamp"]:
+                    changes["timestamp"] = draft.meta["timestamp"]
+            return changes, draft.body if appends else None
+
         meta, body = self._pending.edit(target.path, edit)
         score = note_score(meta.get("score"))
         self._changed[target.path] = None
@@ -471,10 +501,19 @@ class Writer:
         self._log(draft, target.title, "merged", target.id)
         return self._result("merged", target, draft, round(score, 2))
 
+    def _recent(self, meta: dict[str, Any], draft: Draft) -> bool:
+        """Whether the note was last strengthened less than `reinforce_hours` before this draft."""
+        when = meta.get("timestamp")
+        if not isinstance(when, dt.datetime):
+            return False
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.timezone.utc)
+        return draft.meta["timestamp"] - when < dt.timedelta(hours=float(self.settings["reinforce_hours"]))
+
     def _create(self, draft: Draft, old: _Known | None, given: frozenset[str] = frozenset()) -> WriteResult:
         if old is not None:
             self._pending.load(old.path, old.sha)  # before anything is placed: it may have to be decided again
-            self._inherit(draft, self._pending.peek(old.path)[0], given)
+            self._inherit(draft, self._pending.peek(old.path), given)
             self.drafter().supersede(draft, old.title)
         rel = self._place(draft)
         title = draft.record.title
@@ -490,14 +529,23 @@ class Writer:
         self._by_fp[draft.fp] = result
         return result
 
-    def _inherit(self, draft: Draft, old_meta: dict[str, Any], given: frozenset[str]) -> None:
+    def _inherit(self, draft: Draft, old: tuple[dict[str, Any], str], given: frozenset[str]) -> None:
         """A correction keeps what the caller did not restate: the old note's tags (with the new
-        text's own) and its lifecycle (a preference stays a preference)."""
+        text's own), its lifecycle (a preference stays a preference) and the entities it linked to
+        (those the new text does not link go to its `entities` property)."""
+        old_meta, old_body = old
         meta = dict(draft.meta)
         if "tags" not in given:
             meta["tags"] = union([str(t) for t in old_meta.get("tags") or []], meta["tags"])
         if "lifecycle" not in given and old_meta.get("lifecycle"):
             meta["lifecycle"] = str(old_meta["lifecycle"])
+        if "entity" not in given and self.settings["link_entities"]:
+            from .note import extract_links
+
+            held = [*extract_links("\n".join(map(str, _listed(old_meta.get("entities"))))), *extract_links(old_body)]
+            about = self.drafter().unlinked([*_unlinks(meta.get("entities")), *held], draft.body)
+            meta["entities"] = entity_links(about)
+            draft.entities = list(dict.fromkeys([*draft.entities, *map(text.normalize, about)]))
         if meta != draft.meta:
             draft.meta = meta
             self.drafter().render(draft)
