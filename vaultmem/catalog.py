@@ -161,8 +161,10 @@ def _duplicate_memories(vault: Vault, rows: list[dict[str, Any]]) -> list[dict[s
     settings = vault.config["write"]
     live = sorted((r for r in rows if r["kind"] == "memory" and r["status"] in ("active", "candidate")
                    and not r["error"]), key=lambda r: (r["ts"], r["path"]))
-    return duplicate_groups(((r["path"], r["namespace"], r["fp"], r["type"], r["value"], text.plain_text(r["body"]))
-                             for r in live), settings["merge_types"], float(settings["near_duplicate"]))
+    # the index holds each note's keys as the pipeline made them (one schema: one key scheme)
+    return duplicate_groups(((r["path"], r["namespace"], r["fp"], r["type"], r["value"], text.plain_text(r["body"]),
+                              r["sketch"] or None) for r in live),
+                            settings["merge_types"], float(settings["near_duplicate"]))
 
 
 def _drift(vault: Vault) -> dict[str, int]:

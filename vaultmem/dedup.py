@@ -106,13 +106,14 @@ class BatchKeys:
         return list(found)
 
 
-def duplicate_groups(memories: Iterable[tuple[str, str, str, str, str, str]], merge_types: Iterable[str],
+def duplicate_groups(memories: Iterable[tuple[str, str, str, str, str, str, list[int] | None]], merge_types: Iterable[str],
                      threshold: float) -> list[dict[str, object]]:
     """Memories that the write pipeline would have kept as one note, found among notes already there
     (two devices that wrote the same fact before syncing, a copied note): `doctor` reports them.
 
     Args:
-        memories: (path, namespace, fingerprint, type, value, plain text) of each live memory.
+        memories: (path, namespace, fingerprint, type, value, plain text, its sketch_keys or None
+            to work them out) of each live memory.
         merge_types: the types whose same value makes one memory (config write.merge_types).
         threshold: the near-duplicate likeness at which a restatement merges (1 or more: off).
     Returns:
@@ -130,7 +131,7 @@ def duplicate_groups(memories: Iterable[tuple[str, str, str, str, str, str]], me
             owner[root_path] = root_other
             reasons.setdefault(root_other, reason)
 
-    for path, namespace, fp, kind, value, plain in memories:
+    for path, namespace, fp, kind, value, plain, sketch_of in memories:
         owner.setdefault(path, path)
         keys: list[tuple] = [("fp", namespace, fp)]
         if value and kind in merging:
@@ -140,7 +141,7 @@ def duplicate_groups(memories: Iterable[tuple[str, str, str, str, str, str]], me
             if found != path:
                 join(path, found, "the same text" if key[0] == "fp" else f"the same {kind} {value}")
         if threshold < 1:
-            for sketch in sketch_keys(plain):
+            for sketch in sketch_keys(plain) if sketch_of is None else sketch_of:
                 for other, other_plain in by_key.get((namespace, sketch), ()):
                     if _root(owner, other) != _root(owner, path):
                         likeness = max(restates(plain, other_plain), restates(other_plain, plain))
