@@ -103,6 +103,7 @@ class VaultmemSystem:
         self.overrides = overrides or {}
         self.vault = None
         self.dia_ids: dict[str, frozenset[str]] = {}
+        self.texts: dict[str, set[str]] = defaultdict(set)  # the distinct turn texts each note took in
         self.now = 0.0
 
     def ingest(self, conversation: Conversation) -> None:
@@ -118,6 +119,7 @@ class VaultmemSystem:
         grouped: dict[str, set[str]] = defaultdict(set)
         for turn, result in zip(conversation.turns, results, strict=True):
             grouped[result.id].add(turn.dia_id)  # merged or identical turns share one note
+            self.texts[result.id].add(turn.text)
         self.dia_ids = {note: frozenset(ids) for note, ids in grouped.items()}
         self.now = conversation.now
 
@@ -137,9 +139,11 @@ class VaultmemSystem:
         self.vault = Vault(self.root)
 
     def largest_note(self) -> dict[str, int]:
-        """The note that holds the most turns: how many, and its characters (frontmatter included)."""
-        note, ids = max(self.dia_ids.items(), key=lambda item: len(item[1]))
-        return {"turns": len(ids), "chars": len(self.vault.markdown(note))}
+        """The note that took in the most distinct turn texts (identical repeats are one memory): how many
+        texts, how many turns, and its characters (frontmatter included)."""
+        note = max(self.texts, key=lambda n: (len(self.texts[n]), len(self.dia_ids[n])))
+        return {"texts": len(self.texts[note]), "turns": len(self.dia_ids[note]),
+                "chars": len(self.vault.markdown(note))}
 
     def search(self, question: str) -> list[frozenset[str]]:
         """The turn ids of the top 10 notes, best first."""
@@ -297,7 +301,7 @@ def evaluate(conversations: list[Conversation], plan: Plan) -> dict:
     report = {name: run.summary() for name, run in runs.items()}
     report["n_questions"] = sum(len(c.questions) for c in conversations)
     report["n_by_category"] = category_counts(conversations)
-    report["largest_note"] = max(piles, key=lambda p: (p["turns"], p["chars"]))
+    report["largest_note"] = max(piles, key=lambda p: (p["texts"], p["turns"]))
     report["overrides"] = plan.overrides
     report["misses"] = runs["vaultmem"].misses  # written to --misses, not to --json
     if ablation is not None:
@@ -384,7 +388,8 @@ def run_and_report(conversations: list[Conversation], args: argparse.Namespace, 
     print(table(report, categories))
     print("\n" + side_by_side(report, categories))
     pile = report["largest_note"]
-    print(f"\nlargest vaultmem note: {pile['turns']} turns, {pile['chars']} characters ({pile['conversation']})")
+    print(f"\nlargest vaultmem note: {pile['texts']} distinct texts ({pile['turns']} turns), {pile['chars']} characters"
+          f" ({pile['conversation']})")
     print(f"n_questions {report['n_questions']}, run {time.perf_counter() - start:.1f} s"
           + (f", overrides {json.dumps(plan.overrides)}" if plan.overrides else ""))
     if variants:
