@@ -124,6 +124,7 @@ class VaultmemSystem:
         self.now = conversation.now
 
     def _write_config(self, overrides: dict) -> None:
+        """The vault's config.yaml holding exactly these settings (the defaults fill in the rest)."""
         import yaml
 
         path = self.root / ".vaultmem" / "config.yaml"
@@ -324,6 +325,7 @@ def _row(label: str, n: int, metrics: dict[str, float]) -> str:
 
 
 def _label(key: str, categories: dict[str, str]) -> str:
+    """"1 multi-hop" for a numbered type, the name alone where key and name are one."""
     return f"{key} {categories[key]}" if categories[key] != key else key
 
 
@@ -347,7 +349,8 @@ def side_by_side(report: dict, categories: dict[str, str]) -> str:
     lines = [f"{'type':<26}{'n':>6}" + "".join(f"{h:>14}" for h in heads)]
     rows = [(_label(c, categories), report["n_by_category"][c], c) for c in report["vaultmem"]["by_category"]]
     for label, n, key in [*rows, ("overall", report["n_questions"], None)]:
-        vm, bm = ((report[s]["overall"] if key is None else report[s]["by_category"][key]) for s in ("vaultmem", "bm25s"))
+        vm, bm = (report[s]["overall"] if key is None else report[s]["by_category"][key]
+                  for s in ("vaultmem", "bm25s"))
         values = [vm[m] for m in SIDE_BY_SIDE] + [bm[m] for m in SIDE_BY_SIDE] + \
                  [vm[m] - bm[m] for m in SIDE_BY_SIDE]
         lines.append(f"{label:<26}{n:>6}" + "".join(f"{v:>14.3f}" for v in values))

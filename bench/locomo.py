@@ -5,6 +5,7 @@
     python bench/locomo.py --smoke                       # first conversation, first 30 questions: CI
     python bench/locomo.py --ablation                    # also vaultmem ranking variants (config overrides)
     python bench/locomo.py --misses misses.json          # also vaultmem's misses: question, gold, top 10
+    python bench/locomo.py --set ranking.bm25_b=0.75     # a setting overridden for this run (repeatable)
 
 Protocol (shared/data/README.md): one memory per dialog turn, "(<session date_time>) <speaker>: <text>"
 (+ " [shares <blip_caption>]" for image turns), stamped with its session's date (UTC), one vault
@@ -14,6 +15,7 @@ vaultmem recalls with its default configuration as of the conversation's last se
 (k1 1.5, b 0.75, English stopwords, Snowball stemmer) ranks the same texts. Metrics per question:
 R@k = |gold in top k| / |gold|, Full@k = all gold in top k (k = 5, 10), MRR = 1 / rank of the
 first gold hit in the top 10. A vaultmem note holding several identical turns counts as all of them.
+The systems, metrics and reports are bench/_retrieval.py's, shared with realtalk.py and stress.py.
 Needs the dev extra (bm25s, PyStemmer).
 """
 

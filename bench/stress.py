@@ -49,9 +49,12 @@ FACTS = [
     ("sister born", "My sister was born in {x}.", "When was my sister born?", ["Porto", "Kraków", "Osaka"]),
     ("car drive", "I drive a {x}.", "What car do I drive?", ["green Skoda Octavia", "blue Mazda 3"]),
     ("allergic food", "I am allergic to {x}.", "What food am I allergic to?", ["cashews", "shellfish", "sesame"]),
-    ("coffee milk", "I take my coffee with {x}.", "How do I take my coffee?", ["oat milk and no sugar", "a dash of cream"]),
-    ("fig tree name", "My fig tree is called {x}.", "What is my fig tree called?", ["Bartholomew", "Figaro", "Ziggy"]),
-    ("bike commute", "I commute by bike along the {x}.", "Which route do I bike to work?", ["canal path", "river trail"]),
+    ("coffee milk", "I take my coffee with {x}.", "How do I take my coffee?",
+     ["oat milk and no sugar", "a dash of cream"]),
+    ("fig tree name", "My fig tree is called {x}.", "What is my fig tree called?",
+     ["Bartholomew", "Figaro", "Ziggy"]),
+    ("bike commute", "I commute by bike along the {x}.", "Which route do I bike to work?",
+     ["canal path", "river trail"]),
 ]
 FILLER = ["{w} matters more than most people think, and the details change from case to case.",
           "A common approach to {w} is to start small, keep notes and adjust after a week or two.",
@@ -75,8 +78,9 @@ SUBJECTS = ["database failover", "cache warmup", "log rotation", "certificate re
 EVENTS = ["ran my first half marathon", "signed the lease for the new studio", "adopted a grey cat",
           "passed my driving test", "gave the keynote at the library", "planted the olive tree"]
 PLACES = ["dentist", "pharmacy", "climbing gym", "bakery", "tram stop", "museum"]
-ASKS = [("a gift", "my nephew's graduation"), ("a recipe", "my book club dinner"), ("a hiking route", "my trip to Madeira"),
-        ("a podcast", "my long drive to Leeds"), ("a board game", "my parents' anniversary"), ("a plant", "my dark hallway")]
+ASKS = [("a gift", "my nephew's graduation"), ("a recipe", "my book club dinner"),
+        ("a hiking route", "my trip to Madeira"), ("a podcast", "my long drive to Leeds"),
+        ("a board game", "my parents' anniversary"), ("a plant", "my dark hallway")]
 FERRY = [("ferry to Brac", "The ferry to Brac leaves at 7:40 from pier 3."),
          ("night train to Vienna", "The night train to Vienna departs at 22:15 from platform 9."),
          ("museum pass", "The museum pass costs 38 euros and covers six museums."),
@@ -111,6 +115,7 @@ class Builder:
         return " ".join(parts) if filler is FILLER else "".join(parts)
 
     def day(self, offset: int) -> dt.datetime:
+        """A time on day `offset` of the conversation."""
         return START + dt.timedelta(days=offset, hours=self.rng.randint(0, 10))
 
     def conversation(self) -> Conversation:
@@ -126,6 +131,7 @@ class Builder:
 
 
 def short_facts(b: Builder, day: int) -> int:
+    """Short statements among long replies on their topic, in English then in Chinese; the next day."""
     for words, fact, question, choices in FACTS:
         turns = [(USER, f"Quick question about my {words.split()[0]}."), (ASSISTANT, b.long_reply(words))]
         at = len(turns)
@@ -144,6 +150,7 @@ def short_facts(b: Builder, day: int) -> int:
 
 
 def merge_piles(b: Builder, day: int) -> int:
+    """25 turns naming one URL and 25 naming one ticket id, three questions on each pile; the next day."""
     url = f"https://wiki.example.org/runbooks/{b.rng.randint(100, 999)}"
     ticket = f"INC-{b.rng.randint(1000, 9999)}"
     for anchor, say in ((url, "The {s} steps are in {a}, section {n}."),
@@ -158,6 +165,7 @@ def merge_piles(b: Builder, day: int) -> int:
 
 
 def relative_dates(b: Builder, day: int) -> int:
+    """Relative dates said before a day D, the event on D told later; the next free day."""
     for event, place in zip(b.rng.sample(EVENTS, 4), b.rng.sample(PLACES, 4), strict=True):
         target = START + dt.timedelta(days=day + 7)
         target += dt.timedelta(days=(4 - target.weekday()) % 7)  # a Friday: "next Friday" said on the Sunday before
@@ -174,6 +182,7 @@ def relative_dates(b: Builder, day: int) -> int:
 
 
 def question_gold(b: Builder, day: int) -> int:
+    """The user's own questions as gold, each answered at length; the next day."""
     for thing, occasion in b.rng.sample(ASKS, 5):
         words = f"{thing.split()[-1]} {occasion.split()[-1]}"
         turns = [(USER, f"Could you suggest {thing} for {occasion}?"),
@@ -185,6 +194,7 @@ def question_gold(b: Builder, day: int) -> int:
 
 
 def other_speaker(b: Builder, day: int) -> int:
+    """The assistant's answers as gold among the user's turns on the subject; the next day."""
     for subject, answer in FERRY:
         turns = [(USER, f"I keep forgetting the details of the {subject}."),
                  (USER, f"Is the {subject} worth it, or should I skip it?"), (ASSISTANT, answer),
