@@ -3,17 +3,19 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from .conftest import REPO
 
 LOCOMO = REPO.parent / "shared" / "data" / "locomo10.json"
+REALTALK = Path("/work/data/realtalk")
 
 
-def smoke(script: str, out) -> dict:
+def smoke(script: str, out, *options: str) -> dict:
     """Run a benchmark's --smoke mode and return the figures it wrote."""
-    done = subprocess.run([sys.executable, str(REPO / "bench" / script), "--smoke", "--json", str(out)],
+    done = subprocess.run([sys.executable, str(REPO / "bench" / script), "--smoke", "--json", str(out), *options],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(out.read_text(encoding="utf-8"))
@@ -34,6 +36,48 @@ def test_locomo_benchmark_smoke_writes_both_systems(tmp_path):
         overall = figures[system]["overall"]
         assert set(overall) == {"R@5", "R@10", "Full@5", "Full@10", "MRR"}
         assert all(0.0 <= value <= 1.0 for value in overall.values())
+
+
+def assert_both_systems(figures: dict, types: set[str]) -> None:
+    for system in ("vaultmem", "bm25s"):
+        assert set(figures[system]["by_category"]) == types
+        for metrics in (figures[system]["overall"], *figures[system]["by_category"].values()):
+            assert set(metrics) == {"R@5", "R@10", "Full@5", "Full@10", "MRR"}
+            assert all(0.0 <= value <= 1.0 for value in metrics.values())
+
+
+@pytest.mark.skipif(not any(REALTALK.glob("Chat_*.json")), reason="no REALTALK data in /work/data/realtalk")
+def test_realtalk_benchmark_smoke_writes_both_systems_and_takes_an_override(tmp_path):
+    figures = smoke("realtalk.py", tmp_path / "realtalk.json", "--set", "ranking.bm25_b=0.75")
+    assert figures["n_questions"] == 30 and figures["overrides"] == {"ranking": {"bm25_b": 0.75}}
+    assert sum(figures["n_by_category"].values()) == 30
+    assert_both_systems(figures, set(figures["n_by_category"]))
+
+
+def test_realtalk_benchmark_without_data_says_where_to_get_it(tmp_path):
+    done = subprocess.run([sys.executable, str(REPO / "bench" / "realtalk.py"), str(tmp_path)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "github.com/danny911kr/REALTALK" in done.stderr
+
+
+def test_stress_benchmark_smoke_covers_every_kind_and_reports_the_largest_note(tmp_path):
+    figures = smoke("stress.py", tmp_path / "stress.json")
+    kinds = {"short-fact", "short-fact-zh", "merge-pile", "relative-date", "question-gold", "other-speaker"}
+    assert set(figures["n_by_category"]) == kinds
+    assert_both_systems(figures, kinds)
+    assert figures["largest_note"]["texts"] >= 1 and figures["largest_note"]["chars"] > 0
+
+
+def test_stress_set_is_the_same_for_a_seed_and_differs_across_seeds():
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import stress
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    first, again, other = stress.generate(3), stress.generate(3), stress.generate(4)
+    assert first == again and first != other
+    ids = {t.dia_id for t in first.turns}
+    assert all(q.gold and q.gold <= ids for q in first.questions)
 
 
 def test_peers_benchmark_smoke_hashes_the_vault_and_finds_no_change(tmp_path):
