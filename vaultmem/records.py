@@ -265,16 +265,28 @@ def unwritten_records(items: list[tuple[bytes, str, str, str]], defaults: dict[s
 
 
 def index_terms(rec: Record) -> Counter:
-    """The terms a note is found by: words and grams of its title, body, value, tags and aliases,
-    plus one exact term per tag (`#tag`) and per link target (`@target`), and QUESTION_TERM when
+    """The terms a note is found by: words and grams of its title, body, tags and aliases, the
+    value's own terms (value_terms), plus one exact term per tag (`#tag`) and per link target (`@target`), and QUESTION_TERM when
     the body ends with a question mark (recall's question channel)."""
-    indexed = "\n".join([rec.title, rec.body, rec.value, " ".join(rec.tags), " ".join(rec.aliases)])
+    indexed = "\n".join([rec.title, rec.body, " ".join(rec.tags), " ".join(rec.aliases)])
     terms = Counter(text.terms(indexed))
+    terms.update(value_terms(rec.value))
     terms.update(map(_tag_term, rec.tags))
     terms.update(map(_link_term, rec.links))
     if rec.body.rstrip().endswith(("?", "？")):
         terms[QUESTION_TERM] = 1
     return terms
+
+
+def value_terms(value: str) -> list[str]:
+    """The terms a note's typed value adds: the value as one term ("2022-08-27", "13800138000") and
+    its parts that are not bare numbers. A value is often worked out, not written ("see you
+    tomorrow" is 2022-08-27): its numbers as terms would match any question naming 27 or 2022."""
+    if not value:
+        return []
+    found = text.terms(value)
+    whole = text.normalize(value)
+    return [t for t in found if t == whole or not t.isdigit()]
 
 
 def amended_terms(like: Record, rec: Record) -> Counter:
