@@ -38,7 +38,9 @@ defaults:
 # The write pipeline (`remember`): duplicates, conflicts, links, staging.
 write:
   near_duplicate: 0.9     # likeness (0..1, rapidfuzz ratio) at which a new memory merges into an old one; 1 = off
-  merge_types: [contract_id, invoice_id, id, url, email, phone]  # same (type, value): one note, statements appended
+  merge_types: [contract_id, invoice_id, email, phone]  # same (type, value): one note, statements appended (a URL or ticket id is named by many memories, each its own)
+  statement_chars: 280    # ...when the new text is a statement this short (a longer message naming the value is its own memory)
+  merge_cap: 600          # ...while the note's text stays within this many characters (then a new note starts)
   supersede_types: [contract_id, phone, email]  # a new value of these for the same entity supersedes the old note
   merge_bonus: 1.0        # a merge sets score = max(old, new) + this (at most 10): restating a fact strengthens it
   reinforce_hours: 24     # ...once in this time: a restatement sooner than this after the last adds only its tags
@@ -79,7 +81,7 @@ ranking:
   recency_weight: 0.6     # strength weight when the query asks for what is recent ("latest", "最近", "上次")
   rrf_k: 60
   bm25_k1: 1.2
-  bm25_b: 0.3             # little length normalisation: memories are short and similar in length
+  bm25_b: auto            # length normalisation 0..1, or auto: 0.3 while memories are alike in length, up to 0.9 as lengths spread
   fuzzy_rescore: 20       # rescore this many top hits with rapidfuzz (typo tolerance); 0 = off
   fuzzy_weight: 0.2
   feedback_weight: 0.25   # lexical adds this x BM25 of the terms that mark the first pass's best memories; 0 = off
@@ -129,13 +131,17 @@ _TEMPLATE_DIGEST = hashlib.blake2b(CONFIG_TEMPLATE.encode("utf-8"), digest_size=
 _SHARE = ("a number from 0 to 1", lambda v: 0 <= v <= 1)
 _NOT_NEGATIVE = ("a number of 0 or more", lambda v: v >= 0)
 _COUNT = ("an integer of 0 or more", lambda v: isinstance(v, int) and v >= 0)
+# settings that take either of two kinds (a word or a number): examples of each
+_EITHER: dict[str, tuple[Any, ...]] = {"ranking.bm25_b": ("auto", 0.5)}
 # every other setting only needs its default's type
 _RULES: dict[str, tuple[str, Any]] = {
     "ranking.limit": ("a positive integer", lambda v: isinstance(v, int) and v >= 1),
     "ranking.fusion": ("weighted or rrf", lambda v: v in ("weighted", "rrf")),
     **dict.fromkeys(["ranking.fuzzy_rescore", "ranking.feedback_docs", "ranking.feedback_terms",
+                     "write.statement_chars", "write.merge_cap",
                      "index.compact_min"], _COUNT),
-    **dict.fromkeys(["write.near_duplicate", "ranking.bm25_b", "ranking.common_term_ratio"], _SHARE),
+    **dict.fromkeys(["write.near_duplicate", "ranking.common_term_ratio"], _SHARE),
+    "ranking.bm25_b": ("a number from 0 to 1, or auto", lambda v: v == "auto" if isinstance(v, str) else 0 <= v <= 1),
     **dict.fromkeys(["write.merge_bonus", "write.reinforce_hours", "ranking.rrf_k", "ranking.bm25_k1", "reinforcement.reward",
                      "reinforcement.max_reward", "index.compact_ratio"], _NOT_NEGATIVE),
     "half_life_hours.*": ("a number of 0 or more, or null", lambda v: v >= 0),
@@ -171,7 +177,7 @@ def _merge(base: dict[str, Any], over: dict[str, Any], where: str, section: str 
         if key not in over:
             out[key] = copy.deepcopy(default)
         elif not isinstance(default, dict):
-            out[key] = _checked(where, name, default, value)
+            out[key] = _checked(where, name, default, value, like=_EITHER.get(name, ()))
         elif not isinstance(value, dict):
             raise ConfigError(f"{where}: {name} must be a mapping of settings, not {_shown(value)}")
         elif key in _OPEN_MAPS:  # a new key takes a value like the built-in ones

@@ -118,6 +118,27 @@ def recall(vault: Vault, query: Query) -> list[Hit]:
     return hits
 
 
+# BM25's length normalisation `b` for `bm25_b: auto`: B_ALIKE while the memories' lengths (in terms)
+# spread little (coefficient of variation up to SPREAD_LOW: chat turns, one-line facts), rising
+# linearly to B_SPREAD at SPREAD_HIGH and beyond (short user statements among long assistant replies,
+# where weak normalisation lets a reply that repeats the question's words bury the statement that
+# answers it). Chosen across corpora, see bench/README.md ("Length normalisation").
+B_ALIKE, B_SPREAD = 0.3, 0.9
+SPREAD_LOW, SPREAD_HIGH = 0.5, 1.2
+
+
+def length_b(snap: Snapshot) -> float:
+    """`b` for the snapshot's memories (memoised: the lengths change only with the snapshot)."""
+    found = snap.memo.get("length_b")
+    if found is None:
+        lengths = snap.doclen[snap.live & (snap.codes["kind"] == snap.code("kind", "memory"))]
+        mean = float(lengths.mean()) if len(lengths) else 0.0
+        spread = float(lengths.std()) / mean if mean > 0 else 0.0
+        share = min(max((spread - SPREAD_LOW) / (SPREAD_HIGH - SPREAD_LOW), 0.0), 1.0)
+        found = snap.memo["length_b"] = B_ALIKE + (B_SPREAD - B_ALIKE) * share
+    return found
+
+
 def _visible(snap: Snapshot, q: Query) -> np.ndarray:
     """Live notes of the wanted kinds and statuses (memoised per snapshot: the common case is free)."""
     key = ("visible", tuple(q.kinds), tuple(q.status) if q.status is not None else None, tuple(sorted(q.include)))
@@ -213,6 +234,8 @@ def _rank(snap: Snapshot, q: Query, config: dict, now: float, rows: Callable[...
     `rows` is Index.rows: feedback reads the text of the first pass's best memories.
     """
     cfg = config["ranking"]
+    if cfg["bm25_b"] == "auto":
+        cfg = {**cfg, "bm25_b": length_b(snap)}
     query_norm = text.normalize(q.text).strip()
     terms = text.query_terms(q.text) if query_norm else []
     lists = [(t, *snap.postings(t)) for t in terms]

@@ -273,7 +273,12 @@ class Writer:
             return self._unchanged(found, draft)
         target, reason = self._merge_target(draft)
         if target is not None:
-            return self._merge(target, draft, reason)
+            merged = self._merge(target, draft, reason)
+            if merged is not None:
+                return merged
+            target, reason = self._merge_target(draft, by_value=False)  # it would pile: a restatement?
+            if target is not None and (merged := self._merge(target, draft, reason)) is not None:
+                return merged
         old = self._superseded(draft, supersedes)
         return self._create(draft, old, given)
 
@@ -339,10 +344,12 @@ class Writer:
             self._known[known.path] = known
         return known
 
-    def _merge_target(self, draft: Draft) -> tuple[_Known | None, str]:
+    def _merge_target(self, draft: Draft, by_value: bool = True) -> tuple[_Known | None, str]:
         meta = draft.meta
         ns, kind, value = meta["namespace"], meta["type"], meta["value"]
-        if value and kind in self.settings["merge_types"]:
+        # a statement of an identity's value joins its note; a message that mentions it is its own memory
+        if (by_value and value and kind in self.settings["merge_types"]
+                and len(draft.plain) <= int(self.settings["statement_chars"])):
             known = self._by_value.get((ns, kind, value)) or self._row_by_value(ns, kind, value)
             if known is not None:
                 return known, f"same {kind} {value}"
@@ -367,10 +374,13 @@ class Writer:
             return None
         rows = self.vault.index.select_notes(
             "type = ? AND value = ? AND namespace = ? AND +kind = 'memory' AND status IN ('active', 'candidate')",
-            (kind, value, ns), order="ts", columns=_KNOWN_COLUMNS)
-        # the newest whose file is there: the index may still name a note deleted since, or one a
+            (kind, value, ns), order="ts", columns=(*_KNOWN_COLUMNS, "body"))
+        # the newest that states the value (a long message naming it was not merged into and is no
+        # target) and whose file is there: the index may still name a note deleted since, or one a
         # killed batch indexed before creating it
-        row = next((r for r in reversed(rows) if self._on_disk(r["path"])), None)
+        short = int(self.settings["statement_chars"])
+        row = next((r for r in reversed(rows)
+                    if len(text.plain_text(r["body"].split("\n\n", 1)[0])) <= short and self._on_disk(r["path"])), None)
         return self._remember_row(row) if row is not None else None
 
     def _on_disk(self, rel: str) -> bool:
@@ -463,10 +473,12 @@ class Writer:
         draft.decided("the same memory is already stored")
         return self._result("unchanged", found, draft, found.score)
 
-    def _merge(self, target: _Known, draft: Draft, reason: str) -> WriteResult:
+    def _merge(self, target: _Known, draft: Draft, reason: str) -> WriteResult | None:
         """Fold a restatement into the existing note: its new tags always; a new statement of the
         same (type, value) appended below the old; a newer timestamp and a raised score when it
-        says something new or restates the note after `reinforce_hours` (once within them)."""
+        says something new or restates the note after `reinforce_hours` (once within them).
+        None when the statement would grow the note past `merge_cap` characters: a note is one
+        memory, not the pile of every message that names an invoice."""
         self._pending.load(target.path, target.sha)
         held_meta, held_body = self._pending.peek(target.path)
         if _holds(held_meta, held_body, draft):
@@ -476,6 +488,8 @@ class Writer:
         # the same (type, value) with something new to say: keep the statement, below the old
         appends = (reason.startswith("same ") and draft.plain not in old_plain
                    and restates(draft.plain, old_plain) < float(self.settings["near_duplicate"]))
+        if appends and len(old_plain) + len(draft.plain) > int(self.settings["merge_cap"]):
+            return None
         strengthens = appends or (reason != REPEAT and not self._recent(held_meta, draft))
         if not strengthens and _has_tags(held_meta.get("tags"), draft):
             draft.decided(f"{target.path} was told this within {self.settings['reinforce_hours']} h: "
@@ -587,7 +601,8 @@ class Writer:
         self._bodies[known.path] = draft.body
         self._plains[known.path] = (draft.body, draft.plain)
         if known.value:
-            self._by_value[(ns, known.type, known.value)] = known
+            if len(draft.plain) <= int(self.settings["statement_chars"]):  # a message naming it is no target
+                self._by_value[(ns, known.type, known.value)] = known
             for entity in draft.entities:
                 self._by_attr[(ns, entity, known.type)] = known
         if float(self.settings["near_duplicate"]) < 1:
