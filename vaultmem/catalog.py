@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -115,6 +116,10 @@ class DoctorReport:
     duplicate_memories: list[dict[str, Any]] = field(default_factory=list)
     missing_ids: list[str] = field(default_factory=list)
     broken_links: list[dict[str, str]] = field(default_factory=list)
+    # {path, line}: a text merge that bypassed vaultmem's merge driver left git's markers in a note
+    conflict_markers: list[dict[str, Any]] = field(default_factory=list)
+    # a sync tool's copy of a note it could not reconcile (Syncthing, Dropbox, Obsidian Sync, iCloud)
+    sync_conflicts: list[str] = field(default_factory=list)
     drift: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
@@ -122,7 +127,7 @@ class DoctorReport:
     def ok(self) -> bool:
         """True when no problem was found."""
         return not (self.unparsable or self.bad_log_lines or self.duplicate_ids or self.duplicate_memories
-                    or self.broken_links or self.warnings)
+                    or self.broken_links or self.conflict_markers or self.sync_conflicts or self.warnings)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -146,12 +151,41 @@ def doctor(vault: Vault) -> DoctorReport:
     report.missing_ids = [r["path"] for r in rows
                           if r["id"].startswith("path-") and not r["error"] and r["kind"] != "episode"]
     report.broken_links = _broken_links(vault, rows)
+    report.conflict_markers = [{"path": r["path"], "line": line} for r in rows
+                               if (line := conflict_marker_line(r["body"])) is not None]
+    report.sync_conflicts = sorted(r["path"] for r in rows if is_sync_conflict_copy(r["path"]))
     report.bad_log_lines = _bad_log_lines(vault)
     import yaml
 
     if not getattr(yaml, "__with_libyaml__", False):
         report.warnings.append("PyYAML has no libyaml: indexing is about 8x slower (install PyYAML with libyaml)")
     return report
+
+
+_MARKERS = (re.compile(r"^<{7}(?: |$)", re.M), re.compile(r"^={7}$", re.M), re.compile(r"^>{7}(?: |$)", re.M))
+_SYNC_COPY = re.compile(r"\.sync-conflict-\d{8}-\d{6}|\([^)]*\bconflicted copy\b[^)]*\)|\(conflict \d{4}-",
+                        re.IGNORECASE)
+
+
+def conflict_marker_line(body: str) -> int | None:
+    """The 1-based line of the first git conflict block (<<<<<<<, =======, >>>>>>> in that order), or None."""
+    if "<<<<<<<" not in body:
+        return None
+    at = 0
+    found = []
+    for marker in _MARKERS:
+        match = marker.search(body, at)
+        if match is None:
+            return None
+        found.append(match.start())
+        at = match.end()
+    return body.count("\n", 0, found[0]) + 1
+
+
+def is_sync_conflict_copy(path: str) -> bool:
+    """Whether a file name is a sync tool's conflict copy: Syncthing's `x.sync-conflict-YYYYMMDD-HHMMSS-ID.md`,
+    Dropbox's `x (… conflicted copy …).md`, Obsidian Sync's `x (Conflicted copy …).md`, `x (conflict 2024-…)`."""
+    return _SYNC_COPY.search(path.rsplit("/", 1)[-1]) is not None
 
 
 def _duplicate_memories(vault: Vault, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -570,7 +570,7 @@ def _print_stats(data: dict) -> None:
 
 @app.command()
 def doctor(vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
-    """Find unparsable notes, duplicate ids, broken links and index drift (exit 3 if any).
+    """Find unparsable notes, duplicate ids and memories, broken links, conflict markers, sync-conflict copies and index drift (exit 3 if any).
 
     \b
     Example:
@@ -593,8 +593,15 @@ def _print_report(report) -> None:
         say(f"bad log line (skipped): {item['path']}, line {item['line']}: {item['problem']}", style="warn")
     for note_id, paths in report.duplicate_ids.items():
         say(f"duplicate id {note_id}: {', '.join(paths)}", style="warn")
+    for group in report.duplicate_memories:
+        say(f"duplicate memories ({group['reason']}): {', '.join(group['paths'])}", style="warn")
     for item in report.broken_links:
         say(f"broken link [[{item['link']}]] in {item['path']}", style="warn")
+    for item in report.conflict_markers:
+        say(f"git conflict markers in {item['path']}, line {item['line']} (a merge bypassed vaultmem's driver)",
+            style="warn")
+    for path in report.sync_conflicts:
+        say(f"sync conflict copy: {path} (fold it into its note by hand, then delete it)", style="warn")
     for path in report.missing_ids:
         say(f"no id (found by path until it has one): {path}")
     for warning in report.warnings:
