@@ -61,3 +61,33 @@ def test_markers_must_come_as_a_block_and_names_must_be_a_tools_own():
     assert is_sync_conflict_copy("memories/x (Conflicted copy 2024-01-01 120000).md")
     assert not is_sync_conflict_copy("memories/Deploy window (2).md")  # vaultmem's own numbered name
     assert not is_sync_conflict_copy("memories/How we resolved the conflict.md")
+
+
+def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    import os
+
+    return subprocess.run([sys.executable, "-m", "vaultmem", *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})})
+
+
+def test_device_reset_gives_a_copied_home_its_own_device_log(vault, monkeypatch, isolated_machine):
+    """A cloned VM or copied home shares its origin's device id: `device reset` ends that, and the
+    next write goes to a log of the new id while the old log stays (issue 16 item 5)."""
+    monkeypatch.delenv("VAULTMEM_DEVICE_ID")
+    first = json.loads(_cli("device", "show", "--json").stdout)
+    assert first["source"] == "file" and (isolated_machine / "device-id").read_text().strip() == first["device"]
+    assert json.loads(_cli("device", "show", "--json").stdout)["device"] == first["device"]  # stable
+    _cli("remember", "The copied home wrote this", "--vault", str(vault.root))
+    changed = json.loads(_cli("device", "reset", "--json").stdout)
+    assert changed["old"] == first["device"] and changed["device"] != first["device"]
+    _cli("remember", "The new machine wrote this", "--vault", str(vault.root))
+    logs = {p.name for p in (vault.root / ".vaultmem" / "devices").iterdir()}
+    assert {first["device"], changed["device"]} <= logs
+    hits = json.loads(_cli("recall", "machine wrote", "--vault", str(vault.root), "--json").stdout)
+    assert len(hits) == 2
+
+
+def test_device_reset_is_refused_while_the_environment_sets_the_id():
+    done = _cli("device", "reset", env={"VAULTMEM_DEVICE_ID": "ci-box"})
+    assert done.returncode == 1 and "VAULTMEM_DEVICE_ID" in done.stderr
+    assert _cli("device", "show").stdout.strip().startswith("testbox-0001")

@@ -276,6 +276,47 @@ def entity_add(ctx: typer.Context,
         say(f"{action}: {path}")
 
 
+device_app = _sub_app("This machine's device id: the name of its own event and audit logs in every vault.")
+app.add_typer(device_app, name="device")
+
+
+@device_app.command("show")
+def device_show(json_out: JsonOpt = False) -> None:
+    """Print this machine's device id and where it is kept.
+
+    \b
+    Example:
+      vaultmem device show
+    """
+    from .events import device_info
+
+    info = device_info()
+    if json_out:
+        print_json(info)
+    else:
+        where = "$VAULTMEM_DEVICE_ID" if info["source"] == "env" else info["path"]
+        say(f"{info['device']}  ({where})")
+
+
+@device_app.command("reset")
+def device_reset(json_out: JsonOpt = False) -> None:
+    """Give this machine a new device id: do it on a cloned VM or a copied home directory, so that
+    two machines never write one device log (the old id's logs stay and still count).
+
+    \b
+    Example:
+      vaultmem device reset
+      ->
+    """
+    from .events import reset_device_id
+
+    changed = reset_device_id()
+    if json_out:
+        print_json(changed)
+    else:
+        say(f"{changed['old'] or '(none)'} -> {changed['device']}", style="good")
+
+
 hermes_app = _sub_app("Hermes Agent: install vaultmem as its memory provider, check it, remove it.")
 app.add_typer(hermes_app, name="hermes")
 HermesHomeOpt = Annotated[Optional[Path], typer.Option(
