@@ -91,3 +91,18 @@ def test_device_reset_is_refused_while_the_environment_sets_the_id():
     done = _cli("device", "reset", env={"VAULTMEM_DEVICE_ID": "ci-box"})
     assert done.returncode == 1 and "VAULTMEM_DEVICE_ID" in done.stderr
     assert _cli("device", "show").stdout.strip().startswith("testbox-0001")
+
+
+def test_doctor_strict_finds_a_secret_a_person_pasted_into_a_note_and_never_prints_it(vault):
+    """Writes are cleaned, but a note typed in Obsidian is not: --strict (CI, pre-commit) reads them all."""
+    clean = vault.remember("The staging database is db-stage-2")
+    pasted = "The staging password: Hunter2-Secret-Value!"
+    (vault.root / "memories" / "Staging login.md").write_text(
+        f"---\nid: 01J0000000000000000000000B\ntags: [ops]\n---\n{pasted}\n", encoding="utf-8")
+    assert vault.doctor().secrets == []  # the plain doctor stays fast
+    report = vault.doctor(strict=True)
+    assert [s["path"] for s in report.secrets] == ["memories/Staging login.md"] and not report.ok
+    assert clean.path not in {s["path"] for s in report.secrets}
+    done = _cli("doctor", "--strict", "--vault", str(vault.root), env={"NO_COLOR": "1"})
+    assert done.returncode == 3 and "memories/Staging login.md" in done.stdout
+    assert "Hunter2" not in done.stdout + done.stderr

@@ -610,7 +610,9 @@ def _print_stats(data: dict) -> None:
 
 
 @app.command()
-def doctor(vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
+def doctor(vault: VaultOpt = None, json_out: JsonOpt = False,
+           strict: Annotated[bool, typer.Option(
+               "--strict", help="Also read every note for secrets (for CI and pre-commit hooks).")] = False) -> None:
     """Find unparsable notes, duplicate ids and memories, broken links, conflict markers, sync-conflict copies and index drift (exit 3 if any).
 
     \b
@@ -618,7 +620,7 @@ def doctor(vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
       vaultmem doctor
       index drift before refresh
     """
-    report = open_vault(vault).doctor()
+    report = open_vault(vault).doctor(strict)
     if json_out:
         print_json(report.to_dict())
     else:
@@ -643,6 +645,8 @@ def _print_report(report) -> None:
             style="warn")
     for path in report.sync_conflicts:
         say(f"sync conflict copy: {path} (fold it into its note by hand, then delete it)", style="warn")
+    for item in report.secrets:
+        say(f"secret ({', '.join(item['kinds'])}) in {item['path']}", style="warn")
     for path in report.missing_ids:
         say(f"no id (found by path until it has one): {path}")
     for warning in report.warnings:
