@@ -162,6 +162,7 @@ def doctor(vault: Vault, strict: bool = False) -> DoctorReport:
     report.bad_log_lines = _bad_log_lines(vault)
     if strict:
         report.secrets = _secrets(vault, rows)
+    report.warnings += _sync_warnings(vault)
     import yaml
 
     if not getattr(yaml, "__with_libyaml__", False):
@@ -193,6 +194,26 @@ def is_sync_conflict_copy(path: str) -> bool:
     """Whether a file name is a sync tool's conflict copy: Syncthing's `x.sync-conflict-YYYYMMDD-HHMMSS-ID.md`,
     Dropbox's `x (… conflicted copy …).md`, Obsidian Sync's `x (Conflicted copy …).md`, `x (conflict 2024-…)`."""
     return _SYNC_COPY.search(path.rsplit("/", 1)[-1]) is not None
+
+
+def _sync_warnings(vault: Vault) -> list[str]:
+    """Git keeps merge drivers per clone: a vault set up for sync whose clone lacks the driver would
+    merge its notes line by line (conflict markers) without a word."""
+    attributes = vault.root / ".gitattributes"
+    try:
+        if "merge=vaultmem" not in attributes.read_text(encoding="utf-8"):
+            return []
+    except (FileNotFoundError, UnicodeDecodeError):
+        return []
+    from .gitsync import GitError, driver_configured, repository
+
+    try:
+        if driver_configured(repository(vault)):
+            return []
+    except GitError as error:
+        return [f".gitattributes names vaultmem's merge driver but {error}"]
+    return ["this clone has no vaultmem merge driver in .git/config (git keeps drivers per clone), so git would "
+            "merge notes line by line: run `vaultmem sync` once here"]
 
 
 def _secrets(vault: Vault, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

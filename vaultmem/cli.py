@@ -276,6 +276,36 @@ def entity_add(ctx: typer.Context,
         say(f"{action}: {path}")
 
 
+@app.command()
+def sync(vault: VaultOpt = None, dry_run: Annotated[bool, typer.Option(
+             "--dry-run", help="Say what would be set up and committed; change nothing.")] = False,
+         json_out: JsonOpt = False) -> None:
+    """Sync the vault through git: set it up for memory sync on first use (.gitattributes, the merge
+    driver in .git/config, .gitignore), commit what changed, pull (merge), push, refresh the index.
+
+    \b
+    Example:
+      vaultmem sync --dry-run
+      changes:
+    """
+    from .gitsync import sync as run_sync
+
+    report = run_sync(open_vault(vault), dry_run)
+    if json_out:
+        print_json(report)
+        return
+    if report["set_up"]:
+        say(f"{'would set up' if dry_run else 'set up'}: {', '.join(report['set_up'])}")
+    c = report["changes"]
+    say(f"changes: {c['new']} new, {c['changed']} changed, {c['removed']} removed notes, {c['other']} other files")
+    if report.get("commit"):
+        say(f"committed: {report['commit']}", style="good")
+    if report.get("pushed"):
+        say("pulled and pushed" if report.get("pulled") else "pushed", style="good")
+    elif not dry_run and not report["remote"]:
+        say("no remote: committed locally (git remote add origin URL to share it)")
+
+
 @app.command("export")
 def export(out: Annotated[Optional[Path], typer.Option(
                "--out", "-o", metavar="FILE", help="Write the JSON lines here (default: standard output).")] = None,

@@ -1,0 +1,93 @@
+"""`vaultmem sync` (issue 16 item 1): two clones of one vault with their own device ids share their
+memories through a bare repository on this machine; the first sync sets the vault up; a dry run
+changes nothing; git missing or no repository is one sentence; doctor notices a clone without the driver."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vaultmem import Vault
+
+
+def git(where: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(where), *args], capture_output=True, text=True, check=True).stdout
+
+
+def vm(*args: str, device: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "vaultmem", *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "VAULTMEM_DEVICE_ID": device, "NO_COLOR": "1", **(env or {})})
+
+
+@pytest.fixture
+def origin(tmp_path) -> Path:
+    bare = tmp_path / "origin.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    return bare
+
+
+def test_two_clones_share_their_memories_through_a_bare_repository(tmp_path, origin):
+    laptop = tmp_path / "laptop"
+    Vault.init(laptop)
+    git(laptop, "init", "-q", "-b", "main")
+    git(laptop, "remote", "add", "origin", str(origin))
+    assert vm("remember", "The staging database is db-stage-2", "--vault", str(laptop), device="laptop-1").returncode == 0
+    first = json.loads(vm("sync", "--vault", str(laptop), "--json", device="laptop-1").stdout)
+    assert set(first["set_up"]) == {".gitattributes", ".gitignore", "merge.vaultmem.driver"}
+    assert first["commit"].startswith("vaultmem sync from laptop-1: ") and first["pushed"]
+    attributes = (laptop / ".gitattributes").read_text()
+    assert "memories/**/*.md merge=vaultmem" in attributes and "*.md text eol=lf" in attributes
+    assert "merge-driver %O %A %B %P" in git(laptop, "config", "merge.vaultmem.driver")
+    assert "cache/" in (laptop / ".vaultmem" / ".gitignore").read_text()
+    assert ".vaultmem/cache" not in git(laptop, "ls-files")
+
+    desk = tmp_path / "desk"
+    subprocess.run(["git", "clone", "-q", str(origin), str(desk)], check=True)
+    doctor = json.loads(vm("doctor", "--vault", str(desk), "--json", device="desk-1").stdout)
+    assert any("no vaultmem merge driver" in w for w in doctor["warnings"])  # git keeps drivers per clone
+    hits = json.loads(vm("recall", "staging database", "--vault", str(desk), "--json", device="desk-1").stdout)
+    assert [h["content"] for h in hits] == ["The staging database is db-stage-2"]
+    vm("remember", "Deploys go out on Tuesdays at 22:00", "--vault", str(desk), device="desk-1")
+    second = json.loads(vm("sync", "--vault", str(desk), "--json", device="desk-1").stdout)
+    assert second["set_up"] == ["merge.vaultmem.driver"] and second["pulled"] and second["pushed"]
+    assert not any("merge driver" in w for w in json.loads(
+        vm("doctor", "--vault", str(desk), "--json", device="desk-1").stdout)["warnings"])
+
+    back = json.loads(vm("sync", "--vault", str(laptop), "--json", device="laptop-1").stdout)
+    assert back["pulled"]
+    hits = json.loads(vm("recall", "deploys Tuesdays", "--vault", str(laptop), "--json", device="laptop-1").stdout)
+    assert hits and hits[0]["content"] == "Deploys go out on Tuesdays at 22:00"
+    devices = {p.name for p in (laptop / ".vaultmem" / "devices").iterdir()}
+    assert {"laptop-1", "desk-1"} <= devices  # each device's own log, never one file written by two
+    assert git(laptop, "status", "--porcelain")  # the recall's access events, until the next sync commits them
+    vm("sync", "--vault", str(laptop), device="laptop-1")
+    assert git(laptop, "status", "--porcelain") == ""
+
+
+def test_a_dry_run_changes_nothing_and_no_repository_is_one_sentence(tmp_path):
+    vault = tmp_path / "v"
+    Vault.init(vault)
+    missing = vm("sync", "--vault", str(vault), device="d-1")
+    assert missing.returncode == 1 and "not in a git repository" in missing.stderr and "Traceback" not in missing.stderr
+    git(vault, "init", "-q")
+    before = sorted(p.name for p in vault.iterdir())
+    dry = json.loads(vm("sync", "--dry-run", "--vault", str(vault), "--json", device="d-1").stdout)
+    assert dry["dry_run"] and ".gitattributes" in dry["set_up"] and dry["changes"]["other"] > 0
+    assert sorted(p.name for p in vault.iterdir()) == before
+    assert subprocess.run(["git", "-C", str(vault), "config", "--get", "merge.vaultmem.driver"]).returncode == 1
+    assert git(vault, "status", "--porcelain", "--untracked-files=all").count("??") == dry["changes"]["other"] + \
+        dry["changes"]["new"]
+    local = json.loads(vm("sync", "--vault", str(vault), "--json", device="d-1").stdout)
+    assert local["commit"] and not local["remote"] and "pushed" not in local
+
+
+def test_without_git_sync_says_how_to_get_it(tmp_path):
+    vault = tmp_path / "v"
+    Vault.init(vault)
+    done = vm("sync", "--vault", str(vault), device="d-1", env={"PATH": str(tmp_path / "empty")})
+    assert done.returncode == 1 and "needs git" in done.stderr
