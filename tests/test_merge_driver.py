@@ -4,6 +4,7 @@ conflict stays readable in the note (never a conflict marker, never lost text), 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import re
 import subprocess
@@ -173,6 +174,16 @@ def test_an_unknown_key_both_changed_keeps_ours_and_records_theirs_for_a_person(
     assert CALLOUT in merged and "Emily Carter" in parse_note(merged).body
     assert "property owner: **ours** (device laptop-3f2a) 王芳 was kept; **theirs** (device desk-9b1c) had " \
            "Emily Carter" in merged
+
+
+def test_a_recorded_value_of_several_lines_stays_inside_the_callout():
+    base = NOTE.replace("namespace: shared\n", "namespace: shared\nsummary: |\n  one\n")
+    ours = base.replace("  one\n", "  one, ours\n  two\n")
+    theirs = base.replace("  one\n", "  one, theirs\n  three\n")
+    body = parse_note(merge(base, ours, theirs)[0]).body
+    callout = body[body.index(CALLOUT):]
+    assert all(line.startswith(">") for line in callout.splitlines())
+    assert "one, theirs" in callout and "three" in callout
 
 
 # --- bodies ----------------------------------------------------------------------------------
@@ -411,3 +422,14 @@ def test_a_real_git_merge_of_adjacent_key_edits_succeeds_through_the_driver(tmp_
     assert props["score"] == 8.0 and props["tags"][-1] == "renewal"
     assert props["version"] == ["laptop-3f2a:4", "desk-9b1c:1"]
     assert _git(repo, "status", "--porcelain").stdout == ""
+
+
+def test_the_benchmark_runs_and_writes_its_figures(tmp_path):
+    out = tmp_path / "merge.json"
+    done = subprocess.run([sys.executable, str(REPO / "bench" / "merge_driver.py"), "--smoke", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    figures = json.loads(out.read_text(encoding="utf-8"))
+    for key in ("merge_ms", "merge_p95_ms", "cli_ms", "python_start_ms", "git_merge_file_ms"):
+        assert figures[key] > 0, key
+    assert set(figures["by_kind"]) == {"properties", "paragraphs", "conflict"}

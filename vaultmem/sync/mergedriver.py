@@ -377,7 +377,8 @@ def _with_property_callout(body: str, conflicts: list[tuple[str, Any, Any]], lab
     """The body with a callout at its end naming each property kept from ours and theirs' value."""
     lines = [CALLOUT]
     for key, ours, theirs in conflicts:
-        lines.append(f"> property {key}: {labels[0]} {_shown(ours)} was kept; {labels[1]} had {_shown(theirs)}")
+        line = f"> property {key}: {labels[0]} {_shown(ours)} was kept; {labels[1]} had {_shown(theirs)}"
+        lines.append(line.replace("\n", nl + "> "))  # a value's own line breaks stay inside the callout
     return body + _blank_line_before(body, nl) + nl.join(lines) + nl
 
 
