@@ -3,8 +3,8 @@
     python bench/merge_driver.py --json bench/out/merge-driver.json
     python bench/merge_driver.py --smoke            # 20 merges, 3 processes: CI
 
-The notes are the sample vault's memories with flow `tags` and `version` lists (typical sizes: a few properties and one to five
-paragraphs). Each merge is one of three kinds, in turn:
+The notes are the sample vault's memories with flow `tags` and `version` lists (typical sizes: a
+few properties and one to five paragraphs). Each merge is one of three kinds, in turn:
 - `properties`: ours raises `score` and bumps its version counter, theirs adds a tag and its own
   version entry (git's line merge conflicts on these: the `version` line changed on both sides);
 - `paragraphs`: as above, plus ours adds a paragraph at the top of the body and theirs one at its end

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from vaultmem.cli import app
@@ -167,7 +169,8 @@ def test_a_key_deleted_on_one_side_and_untouched_on_the_other_is_deleted():
 def test_an_unknown_key_both_changed_keeps_ours_and_records_theirs_for_a_person():
     base = NOTE.replace("namespace: shared\n", "namespace: shared\nowner: 李伟\n")
     ours = base.replace("owner: 李伟", "owner: 王芳").replace("laptop-3f2a:3", "laptop-3f2a:4")
-    theirs = base.replace("owner: 李伟", "owner: Emily Carter").replace("[laptop-3f2a:3]", "[laptop-3f2a:3, desk-9b1c:1]")
+    theirs = base.replace("owner: 李伟", "owner: Emily Carter").replace(
+        "[laptop-3f2a:3]", "[laptop-3f2a:3, desk-9b1c:1]")
     merged, clean = merge(base, ours, theirs)
     props = meta(merged)
     assert clean and props["owner"] == "王芳" and props["status"] == "needs-verification"
@@ -260,6 +263,41 @@ def test_text_that_looks_like_conflict_markers_is_never_mistaken_for_them():
     assert note.body.startswith("How to read a conflict:\n<<<<<<< HEAD\n\n" + CALLOUT)
     assert "> **ours** wrote:\n> > mine, edited\n>\n> **theirs** wrote:\n> > mine, changed\n\n=======" in note.body
     assert note.body.endswith("\n=======\nyours\n>>>>>>> branch\nEnd.\n")
+
+
+_EDITS = st.lists(st.tuples(st.sampled_from(["replace", "delete", "insert"]), st.integers(0, 11)), max_size=4)
+
+
+def _edited(lines: list[str], edits: list[tuple[str, int]], side: str) -> list[str]:
+    lines = list(lines)
+    for n, (kind, at) in enumerate(edits):
+        at = min(at, len(lines))
+        new = f"Sentence {n} written by {side} at {at}."
+        if kind == "insert" or at == len(lines):
+            lines.insert(at, new)
+        elif kind == "replace":
+            lines[at] = new
+        else:
+            del lines[at]
+    return lines
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 12), _EDITS, _EDITS, st.booleans(), st.booleans())
+def test_random_edits_on_two_machines_lose_no_new_line_and_leave_no_marker(size, mine, other, blank, score):
+    lines = [f"Line {i} of the note." if not blank or i % 3 else "" for i in range(size)]
+    head = NOTE.split("---\n客户")[0] + "---\n"
+    base = head + "".join(f"{line}\n" for line in lines)
+    ours_lines, theirs_lines = _edited(lines, mine, "ours"), _edited(lines, other, "theirs")
+    ours = head.replace("score: 7.0", "score: 8.0" if score else "score: 7.0") + "".join(f"{x}\n" for x in ours_lines)
+    theirs = head.replace("client_zhangsan]", "client_zhangsan, renewal]") + "".join(f"{x}\n" for x in theirs_lines)
+    merged, clean = merge(base, ours, theirs)
+    note = parse_note(merged)
+    assert clean and not re.search(r"(?m)^(<{7}|>{7}|={7})", merged)
+    kept = {line.removeprefix("> > ") for line in note.body.splitlines()}
+    assert {x for x in ours_lines + theirs_lines if x not in lines} <= kept
+    assert note.meta["tags"][-1] == "renewal" and note.meta["score"] == (8.0 if score else 7.0)
+    assert (CALLOUT in merged) == (note.meta["status"] == "needs-verification")
 
 
 # --- byte-exactness --------------------------------------------------------------------------
