@@ -179,6 +179,14 @@ def test_an_unknown_key_both_changed_keeps_ours_and_records_theirs_for_a_person(
            "Emily Carter" in merged
 
 
+def test_a_nested_property_only_theirs_added_is_kept_by_starting_from_theirs_bytes():
+    """vaultmem writes only flat properties; a person's nested map cannot be written into ours line by line."""
+    ours = NOTE.replace("score: 7.0", "score: 8.0")
+    theirs = NOTE.replace("namespace: shared\n", "namespace: shared\nextra:\n  nested: 1  # by hand\n")
+    merged, clean = merge(NOTE, ours, theirs)
+    assert clean and merged == theirs.replace("score: 7.0", "score: 8.0")
+
+
 def test_a_recorded_value_of_several_lines_stays_inside_the_callout():
     base = NOTE.replace("namespace: shared\n", "namespace: shared\nsummary: |\n  one\n")
     ours = base.replace("  one\n", "  one, ours\n  two\n")
