@@ -14,6 +14,10 @@ def main() -> None:
         code = fast(argv[1:], vault)
         if code is not None:
             _leave(code)
+    if argv[:1] == ["merge-driver"] and len(argv) == 5 and not {"--help", "-h"} & set(argv):
+        from .sync.mergedriver import main as merge_driver
+
+        _leave(merge_driver(argv[1:]))
     from .cli import app
 
     try:

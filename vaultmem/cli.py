@@ -733,3 +733,25 @@ def _print_report(report) -> None:
     drift = report.drift
     say(f"index drift before refresh: {drift['new']} new, {drift['changed']} changed, {drift['deleted']} deleted")
     say("ok" if report.ok else "problems found", style="good" if report.ok else "warn")
+
+
+@app.command("merge-driver")
+def merge_driver(
+    base: Annotated[Path, typer.Argument(metavar="BASE", help="The common ancestor (git's %O).")],
+    ours: Annotated[Path, typer.Argument(metavar="OURS", help="Ours (git's %A); the result is written here.")],
+    theirs: Annotated[Path, typer.Argument(metavar="THEIRS", help="Theirs (git's %B).")],
+    path: Annotated[str, typer.Argument(metavar="PATH", help="The note's path in the repository (git's %P).")],
+) -> None:
+    """Merge a note for git: properties field by field, bodies three-way, conflicts kept in a callout.
+
+    Git runs it once set up: `*.md merge=vaultmem` in .gitattributes and
+    `git config merge.vaultmem.driver "vaultmem merge-driver %O %A %B %P"`. A note is always merged
+    (exit 0); a file that is not a note gets git's text merge (exit 1 on a conflict).
+
+    \b
+    Example (a note merged with itself stays byte for byte as it was):
+      vaultmem merge-driver sample-vault/Welcome.md sample-vault/Welcome.md sample-vault/Welcome.md Welcome.md
+    """
+    from .sync.mergedriver import run_merge_driver
+
+    raise typer.Exit(run_merge_driver(base, ours, theirs, path))
