@@ -8,13 +8,13 @@ def main() -> None:
     """Run the CLI; a plain `recall` or `remember` takes the fast path that does not import typer."""
     vault, argv = _global_vault(sys.argv[1:])
     if argv[:1] in (["recall"], ["remember"]) and not {"--help", "-h", "--batch"} & set(argv):
-        from . import console
+        from .surfaces import console
 
         fast = console.fast_recall if argv[0] == "recall" else console.fast_remember
         code = fast(argv[1:], vault)
         if code is not None:
             _leave(code)
-    from .cli import app
+    from .surfaces.cli import app
 
     try:
         app(prog_name="vaultmem")
@@ -37,7 +37,7 @@ def _flush_quietly() -> None:
     try:
         sys.stdout.flush()
     except BrokenPipeError:
-        from .console import reader_left
+        from .surfaces.console import reader_left
 
         reader_left()
     except (OSError, ValueError, AttributeError):  # closed at start, or a full disk: the exit code stands
