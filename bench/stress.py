@@ -19,6 +19,9 @@ turn ids. Kinds of case (the question types of the report):
   graduation?"); the query is a question about what was asked.
 - other-speaker: the query names the user ("What did Maya learn about the ferry?"); gold = the assistant's
   answer, among the user's own turns on the same subject.
+- fact-in-question: the user states a fact inside a question ("I'm flying to Osaka with my 4-year-old
+  daughter in May. Any tips for the flight?"), among user statements and a reply sharing its words; the
+  question asks for the fact; gold = that question turn.
 Protocol, metrics and the bm25s baseline are those of bench/_retrieval.py; memory text = the message
 alone (no date prefix), stamped with its session's date, one episode per session.
 """
@@ -34,7 +37,7 @@ from dataclasses import dataclass, field
 from _retrieval import Conversation, Question, Turn, add_run_options, run_and_report
 
 CATEGORIES = {k: k for k in ("short-fact", "short-fact-zh", "merge-pile", "relative-date", "question-gold",
-                             "other-speaker")}
+                             "other-speaker", "fact-in-question")}
 USER, ASSISTANT = "Maya", "assistant"
 LONG_REPLIES = 10  # long assistant replies that share a short fact's words
 USER_ASIDES = ["I will tell my sister about the {s} too.", "My friend says the {s} is confusing.",
@@ -193,6 +196,20 @@ def question_gold(b: Builder, day: int) -> int:
     return day
 
 
+def fact_questions(b: Builder, day: int) -> int:
+    """Facts the user states inside a question, among statements and replies that share their words; the
+    next day. (A penalty for every text that ends in "?" buries these.)"""
+    for trip, question in zip(b.rng.sample(TRIPS, 6), b.rng.sample(TRIP_QUESTIONS, 6), strict=True):
+        city, month = trip
+        age = b.rng.randint(2, 9)
+        turns = [(USER, f"I'm flying to {city} with my {age}-year-old daughter in {month}. Any tips for the flight?"),
+                 (ASSISTANT, b.long_reply("flight daughter tips")),
+                 *((USER, say.format(c=city)) for say in TRIP_ASIDES)]
+        b.ask("fact-in-question", question.format(c=city, m=month), [(b.session(b.day(day), turns), 0)])
+        day += 1
+    return day
+
+
 def other_speaker(b: Builder, day: int) -> int:
     """The assistant's answers as gold among the user's turns on the subject; the next day."""
     for subject, answer in FERRY:
@@ -204,11 +221,26 @@ def other_speaker(b: Builder, day: int) -> int:
     return day
 
 
+TRIPS = [("Osaka", "May"), ("Lisbon", "June"), ("Denver", "March"), ("Hanoi", "October"), ("Oslo", "July"),
+         ("Cairo", "April"), ("Perth", "August"), ("Quebec", "December")]
+TRIP_QUESTIONS = ["How old is my daughter, who is flying to {c} with me?",
+                  "When am I flying to {c} with my daughter?",
+                  "Who is flying with me to {c}?",
+                  "Where am I flying with my daughter in {m}?",
+                  "What trip to {c} did I plan with my daughter?",
+                  "Which month is the flight to {c} with my daughter?",
+                  "What did I say about flying to {c}?"]
+TRIP_ASIDES = ["My daughter loves window seats on a flight.", "A friend flew to {c} last year with her daughter.",
+               "The flight to {c} has a stopover, my daughter says.", "I booked the {c} hotel near the station.",
+               "My daughter packed her own bag for the flight."]
+
+
 def generate(seed: int) -> Conversation:
     """One conversation of every kind of case, deterministic for the seed; blocks in a shuffled order."""
     b = Builder(f"stress-{seed}", random.Random(seed))
     day = 0
-    for block in b.rng.sample([short_facts, merge_piles, relative_dates, question_gold, other_speaker], 5):
+    blocks = [short_facts, merge_piles, relative_dates, question_gold, other_speaker, fact_questions]
+    for block in b.rng.sample(blocks, len(blocks)):
         day = block(b, day)
     return b.conversation()
 

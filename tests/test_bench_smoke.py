@@ -62,7 +62,8 @@ def test_realtalk_benchmark_without_data_says_where_to_get_it(tmp_path):
 
 def test_stress_benchmark_smoke_covers_every_kind_and_reports_the_largest_note(tmp_path):
     figures = smoke("stress.py", tmp_path / "stress.json")
-    kinds = {"short-fact", "short-fact-zh", "merge-pile", "relative-date", "question-gold", "other-speaker"}
+    kinds = {"short-fact", "short-fact-zh", "merge-pile", "relative-date", "question-gold", "other-speaker",
+             "fact-in-question"}
     assert set(figures["n_by_category"]) == kinds
     assert_both_systems(figures, kinds)
     assert figures["largest_note"]["texts"] >= 1 and figures["largest_note"]["chars"] > 0

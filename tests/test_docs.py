@@ -162,7 +162,8 @@ COMMANDS = [words for words, _ in _commands()]
 def test_every_command_is_in_this_list():
     assert {" ".join(w) for w in COMMANDS} >= {"init", "remember", "recall", "context", "ask", "show", "list",
                                                "reindex", "stats", "doctor", "confirm", "mcp", "entity add",
-                                               "hermes install", "hermes status", "hermes uninstall"}
+                                               "hermes install", "hermes status", "hermes uninstall",
+                                               "device show", "device reset"}
 
 
 @pytest.mark.parametrize("words", COMMANDS, ids=" ".join)
@@ -174,7 +175,8 @@ def test_every_help_example_runs_as_written_on_the_sample_vault(tmp_path, words)
     home.mkdir()
     # an MCP server ends when its input closes: here at once, after its start
     lines = [c + " </dev/null" for c in commands]
-    for step in _run_steps(lines, tmp_path, home, {"VAULTMEM_VAULT": "sample-vault"}):
+    # the device id from this test's home, as a user's is ("" is unset): `device reset` may change it
+    for step in _run_steps(lines, tmp_path, home, {"VAULTMEM_VAULT": "sample-vault", "VAULTMEM_DEVICE_ID": ""}):
         assert step["rc"] == 0, step
         assert "Error" not in step["err"], step
         for fragment in shown:

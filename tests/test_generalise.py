@@ -9,6 +9,7 @@ import pytest
 from vaultmem import Vault
 from vaultmem.errors import ConfigError
 from vaultmem.notes.note import parse_note
+from vaultmem.recall import ranking as recall_module
 from vaultmem.recall.ranking import B_ALIKE, B_SPREAD, length_b
 
 DAY = "2022-08-26T10:00:00+00:00"
@@ -98,3 +99,41 @@ def test_a_resolved_relative_date_does_not_match_other_numbers(vault):
     hits = vault.recall("What happened on 27 March, 2022?", record_access=False)
     assert see_you.id not in [h.id for h in hits]
     assert see_you.id in [h.id for h in vault.recall("2022-08-27", record_access=False)]
+
+
+def _chat(vault: Vault, user_turns: list[str]) -> list:
+    """A user/assistant chat: each user turn answered by a long reply."""
+    items = []
+    for i, said in enumerate(user_turns):
+        items += [{"text": said, "source": "user", "timestamp": DAY},
+                  {"text": _long_reply(i), "source": "assistant", "timestamp": DAY}]
+    return vault.remember_many(items)
+
+
+FLYING = "I'm flying to Osaka with my 4-year-old daughter in May. Any tips for the flight?"
+FRIEND = "My friend is flying to Osaka with her daughter in May."
+
+
+def test_beside_an_assistant_a_fact_told_in_a_question_is_not_pushed_down(vault, monkeypatch):
+    results = _chat(vault, ["Thanks, that helps.", FLYING, "I see what you mean.", FRIEND, "Good point."])
+    flying, friend = results[2].id, results[6].id
+    question = "How old is my daughter who is flying to Osaka in May?"
+    hits = {h.id: h for h in vault.recall(question, limit=3, record_access=False)}
+    assert next(iter(hits)) == flying and hits[flying].channels["question"] == 1.0
+    vault = _with_settings(vault, "ranking:\n  bm25_b: 0.9\n")  # b fixed: only the question weight moves
+    spread = {h.id: h.final for h in vault.recall(question, limit=3, record_access=False)}
+    monkeypatch.setattr(recall_module, "length_spread", lambda snap: 0.0)  # as between two people
+    alike = {h.id: h.final for h in vault.recall(question, limit=3, record_access=False)}
+    weight = vault.config["ranking"]["weights"]["question"]
+    assert spread[flying] - alike[flying] == pytest.approx(-weight, abs=1e-4)
+    assert spread[friend] == pytest.approx(alike[friend], abs=1e-4)
+
+
+def test_between_two_people_alike_in_length_a_bare_question_still_ranks_below_the_answer(vault):
+    asked = vault.remember("When does the ferry to Brac leave?", source="Mel", timestamp=DAY)
+    told = vault.remember("The ferry to Brac leaves at 7:40.", source="Jon", timestamp=DAY)
+    vault.remember_many([{"text": f"We talked about lunch plans number {i} today.", "timestamp": DAY}
+                         for i in range(6)])
+    assert length_b(vault.index.snapshot()) == pytest.approx(B_ALIKE)
+    hits = vault.recall("when does the ferry to Brac leave", limit=2, record_access=False)
+    assert [h.id for h in hits] == [told.id, asked.id]

@@ -122,3 +122,13 @@ def test_an_entity_the_text_does_not_name_is_linked_in_the_entities_property(vau
     named = vault.remember("Acme Corp pays by bank transfer", entity=["Acme Corp"])
     assert "entities" not in _meta(vault, named)  # the body links it already
     assert {h.id for h in vault.recall("Acme Corp", record_access=False)} >= {result.id, named.id}
+
+
+def test_an_explicit_supersede_in_nearly_the_same_words_replaces_the_note_instead_of_merging(vault):
+    """Hermes' memory tool replaces an entry with a reworded one; `--supersedes` says the same: the
+    new wording must become the memory, not be folded into the old note and lost."""
+    old = vault.remember(WINDOW, timestamp=MONDAY)
+    new = vault.remember(RESTATED, supersedes=old.id, timestamp=TUESDAY)
+    assert (new.action, new.supersedes) == ("created", old.id) and new.id != old.id
+    assert _meta(vault, old)["status"] == "superseded"
+    assert [h.id for h in vault.recall("deploy window Tuesday", record_access=False)] == [new.id]

@@ -114,8 +114,9 @@ class Vault(Store):
 
         return stats(self)
 
-    def doctor(self):
-        """Unparsable notes, duplicate ids, broken links, index drift (a catalog.DoctorReport)."""
+    def doctor(self, strict: bool = False):
+        """Unparsable notes, duplicates, broken links, conflicts, index drift; with `strict`, secrets
+        too (a catalog.DoctorReport)."""
         from .recall.catalog import doctor
 
-        return doctor(self)
+        return doctor(self, strict)

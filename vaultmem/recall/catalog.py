@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -115,6 +116,12 @@ class DoctorReport:
     duplicate_memories: list[dict[str, Any]] = field(default_factory=list)
     missing_ids: list[str] = field(default_factory=list)
     broken_links: list[dict[str, str]] = field(default_factory=list)
+    # {path, line}: a text merge that bypassed vaultmem's merge driver left git's markers in a note
+    conflict_markers: list[dict[str, Any]] = field(default_factory=list)
+    # a sync tool's copy of a note it could not reconcile (Syncthing, Dropbox, Obsidian Sync, iCloud)
+    sync_conflicts: list[str] = field(default_factory=list)
+    # {path, kinds}: secrets a person (or an old version) left in a note; found by --strict only
+    secrets: list[dict[str, Any]] = field(default_factory=list)
     drift: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
@@ -122,15 +129,18 @@ class DoctorReport:
     def ok(self) -> bool:
         """True when no problem was found."""
         return not (self.unparsable or self.bad_log_lines or self.duplicate_ids or self.duplicate_memories
-                    or self.broken_links or self.warnings)
+                    or self.broken_links or self.conflict_markers or self.sync_conflicts or self.secrets
+                    or self.warnings)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {**asdict(self), "ok": self.ok}
 
 
-def doctor(vault: Store) -> DoctorReport:
-    """Notes that cannot be parsed, duplicate ids and memories, missing ids, broken links and index drift."""
+def doctor(vault: Store, strict: bool = False) -> DoctorReport:
+    """Notes that cannot be parsed, duplicate ids and memories, missing ids, broken links, conflict
+    markers, sync-conflict copies and index drift; `strict` (for CI and pre-commit hooks) also reads
+    every note for secrets with the vault's policy."""
     report = DoctorReport(drift=_drift(vault))
     vault.refresh()
     report.warnings += [f"the index was damaged ({damage}); it has been rebuilt from the notes"
@@ -146,12 +156,58 @@ def doctor(vault: Store) -> DoctorReport:
     report.missing_ids = [r["path"] for r in rows
                           if r["id"].startswith("path-") and not r["error"] and r["kind"] != "episode"]
     report.broken_links = _broken_links(vault, rows)
+    report.conflict_markers = [{"path": r["path"], "line": line} for r in rows
+                               if (line := conflict_marker_line(r["body"])) is not None]
+    report.sync_conflicts = sorted(r["path"] for r in rows if is_sync_conflict_copy(r["path"]))
     report.bad_log_lines = _bad_log_lines(vault)
+    if strict:
+        report.secrets = _secrets(vault, rows)
     import yaml
 
     if not getattr(yaml, "__with_libyaml__", False):
         report.warnings.append("PyYAML has no libyaml: indexing is about 8x slower (install PyYAML with libyaml)")
     return report
+
+
+_MARKERS = (re.compile(r"^<{7}(?: |$)", re.M), re.compile(r"^={7}$", re.M), re.compile(r"^>{7}(?: |$)", re.M))
+_SYNC_COPY = re.compile(r"\.sync-conflict-\d{8}-\d{6}|\([^)]*\bconflicted copy\b[^)]*\)|\(conflict \d{4}-",
+                        re.IGNORECASE)
+
+
+def conflict_marker_line(body: str) -> int | None:
+    """The 1-based line of the first git conflict block (<<<<<<<, =======, >>>>>>> in that order), or None."""
+    if "<<<<<<<" not in body:
+        return None
+    at = 0
+    found = []
+    for marker in _MARKERS:
+        match = marker.search(body, at)
+        if match is None:
+            return None
+        found.append(match.start())
+        at = match.end()
+    return body.count("\n", 0, found[0]) + 1
+
+
+def is_sync_conflict_copy(path: str) -> bool:
+    """Whether a file name is a sync tool's conflict copy: Syncthing's `x.sync-conflict-YYYYMMDD-HHMMSS-ID.md`,
+    Dropbox's `x (… conflicted copy …).md`, Obsidian Sync's `x (Conflicted copy …).md`, `x (conflict 2024-…)`."""
+    return _SYNC_COPY.search(path.rsplit("/", 1)[-1]) is not None
+
+
+def _secrets(vault: Store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The notes whose title, body or properties hold what the policy calls a secret, with its kinds
+    (never the secret itself)."""
+    from ..write.policy import Policy
+
+    policy = Policy.from_config(vault.config)
+    found = []
+    for r in rows:
+        fields = [r["title"], r["body"], r["value"], r["source"], " ".join(r["tags"]), " ".join(r["aliases"])]
+        kinds = sorted({f.kind for value in fields if value for f in policy.clean(str(value))[1]})
+        if kinds:
+            found.append({"path": r["path"], "kinds": kinds})
+    return found
 
 
 def _duplicate_memories(vault: Store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -119,25 +119,32 @@ def recall(vault: Store, query: Query) -> list[Hit]:
     return hits
 
 
-# BM25's length normalisation `b` for `bm25_b: auto`: B_ALIKE while the memories' lengths (in terms)
-# spread little (coefficient of variation up to SPREAD_LOW: chat turns, one-line facts), rising
-# linearly to B_SPREAD at SPREAD_HIGH and beyond (short user statements among long assistant replies,
-# where weak normalisation lets a reply that repeats the question's words bury the statement that
-# answers it). Chosen across corpora, see bench/README.md ("Length normalisation").
+# How far the memories' lengths (in terms) spread, 0..1: 0 while their coefficient of variation is
+# at most SPREAD_LOW (chat turns between two people, one-line facts), 1 from SPREAD_HIGH on (short user
+# turns among long assistant replies). Two defaults follow it (chosen across corpora, see bench/README.md,
+# "Choosing the defaults across corpora"):
+# - `bm25_b: auto` is B_ALIKE at 0 and B_SPREAD at 1: weak normalisation lets a long reply that repeats
+#   the question's words bury the short statement that answers it;
+# - the question channel's weight fades to 0 at 1: beside an assistant, the user's turns are questions
+#   that carry the user's facts ("I'm flying to Osaka with my 4-year-old. Any tips?").
 B_ALIKE, B_SPREAD = 0.3, 0.9
-SPREAD_LOW, SPREAD_HIGH = 0.5, 1.2
+SPREAD_LOW, SPREAD_HIGH = 0.5, 0.9  # in terms: LoCoMo ~0.22, REALTALK 0.3-0.5; half user turns, half replies 10x longer ~0.9
 
 
-def length_b(snap: Snapshot) -> float:
-    """`b` for the snapshot's memories (memoised: the lengths change only with the snapshot)."""
-    found = snap.memo.get("length_b")
+def length_spread(snap: Snapshot) -> float:
+    """The spread of the snapshot's memory lengths, 0..1 (memoised: lengths change with the snapshot)."""
+    found = snap.memo.get("length_spread")
     if found is None:
         lengths = snap.doclen[snap.live & (snap.codes["kind"] == snap.code("kind", "memory"))]
         mean = float(lengths.mean()) if len(lengths) else 0.0
-        spread = float(lengths.std()) / mean if mean > 0 else 0.0
-        share = min(max((spread - SPREAD_LOW) / (SPREAD_HIGH - SPREAD_LOW), 0.0), 1.0)
-        found = snap.memo["length_b"] = B_ALIKE + (B_SPREAD - B_ALIKE) * share
+        variation = float(lengths.std()) / mean if mean > 0 else 0.0
+        found = snap.memo["length_spread"] = min(max((variation - SPREAD_LOW) / (SPREAD_HIGH - SPREAD_LOW), 0.0), 1.0)
     return found
+
+
+def length_b(snap: Snapshot) -> float:
+    """`b` for `bm25_b: auto`."""
+    return B_ALIKE + (B_SPREAD - B_ALIKE) * length_spread(snap)
 
 
 def _visible(snap: Snapshot, q: Query) -> np.ndarray:
@@ -292,8 +299,9 @@ def _rank(snap: Snapshot, q: Query, config: dict, now: float, rows: Callable[...
     return docs, channels, eff, dec, unknown
 
 
-def _weights(cfg: dict, query_text: str) -> dict[str, float]:
+def _weights(cfg: dict, query_text: str, snap: Snapshot) -> dict[str, float]:
     weights = dict(cfg["weights"])
+    weights["question"] *= 1.0 - length_spread(snap)
     if _RECENT.search(text.normalize(query_text)):
         weights["strength"] = cfg["recency_weight"]
     return weights
@@ -302,7 +310,7 @@ def _weights(cfg: dict, query_text: str) -> dict[str, float]:
 def _hits(vault: Store, snap: Snapshot, q: Query, docs, channels, eff, dec, unknown: bool, limit: int, cfg: dict):
     """Fuse, take the best, rescore the short list with rapidfuzz when a query word is unknown
     (typo tolerance), fetch rows; None if the index moved to another generation meanwhile."""
-    weights = _weights(cfg, q.text)
+    weights = _weights(cfg, q.text, snap)
     if cfg["fusion"] == "rrf":
         final = scoring.fuse_rrf(channels, weights, cfg["rrf_k"])
     else:

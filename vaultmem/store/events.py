@@ -60,6 +60,29 @@ def device_id() -> str:
     return fresh
 
 
+def device_info() -> dict[str, str]:
+    """This machine's device id and where it comes from: {"device", "source": env|file, "path"}."""
+    device = device_id()
+    source = "env" if os.environ.get("VAULTMEM_DEVICE_ID") else "file"
+    return {"device": device, "source": source, "path": str(state_dir() / _DEVICE_FILE)}
+
+
+def reset_device_id() -> dict[str, str]:
+    """Give this machine a new device id (a cloned VM or a copied home shares its origin's, and two
+    machines must never write one device log); the old id's logs stay in every vault and still count.
+    Returns {"old", "device", "path"}. Refused while $VAULTMEM_DEVICE_ID sets the id."""
+    if os.environ.get("VAULTMEM_DEVICE_ID"):
+        raise VaultmemError("the device id comes from $VAULTMEM_DEVICE_ID: change or unset it instead")
+    path = state_dir() / _DEVICE_FILE
+    old = _stored_device_id(path)
+    fresh = _new_device_id()
+    while fresh == old:
+        fresh = _new_device_id()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, (fresh + "\n").encode("utf-8"))
+    return {"old": old or "", "device": fresh, "path": str(path)}
+
+
 def _stored_device_id(path: Path) -> str | None:
     """The stored id, or None when there is none yet. An empty file (left by a version that wrote
     it in place, mid-write or killed) is waited for briefly, then replaced."""

@@ -276,6 +276,47 @@ def entity_add(ctx: typer.Context,
         say(f"{action}: {path}")
 
 
+device_app = _sub_app("This machine's device id: the name of its own event and audit logs in every vault.")
+app.add_typer(device_app, name="device")
+
+
+@device_app.command("show")
+def device_show(json_out: JsonOpt = False) -> None:
+    """Print this machine's device id and where it is kept.
+
+    \b
+    Example:
+      vaultmem device show
+    """
+    from ..store.events import device_info
+
+    info = device_info()
+    if json_out:
+        print_json(info)
+    else:
+        where = "$VAULTMEM_DEVICE_ID" if info["source"] == "env" else info["path"]
+        say(f"{info['device']}  ({where})")
+
+
+@device_app.command("reset")
+def device_reset(json_out: JsonOpt = False) -> None:
+    """Give this machine a new device id: do it on a cloned VM or a copied home directory, so that
+    two machines never write one device log (the old id's logs stay and still count).
+
+    \b
+    Example:
+      vaultmem device reset
+      ->
+    """
+    from ..store.events import reset_device_id
+
+    changed = reset_device_id()
+    if json_out:
+        print_json(changed)
+    else:
+        say(f"{changed['old'] or '(none)'} -> {changed['device']}", style="good")
+
+
 hermes_app = _sub_app("Hermes Agent: install vaultmem as its memory provider, check it, remove it.")
 app.add_typer(hermes_app, name="hermes")
 HermesHomeOpt = Annotated[Optional[Path], typer.Option(
@@ -569,15 +610,17 @@ def _print_stats(data: dict) -> None:
 
 
 @app.command()
-def doctor(vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
-    """Find unparsable notes, duplicate ids, broken links and index drift (exit 3 if any).
+def doctor(vault: VaultOpt = None, json_out: JsonOpt = False,
+           strict: Annotated[bool, typer.Option(
+               "--strict", help="Also read every note for secrets (for CI and pre-commit hooks).")] = False) -> None:
+    """Find unparsable notes, duplicate ids and memories, broken links, conflict markers, sync-conflict copies and index drift (exit 3 if any).
 
     \b
     Example:
       vaultmem doctor
       index drift before refresh
     """
-    report = open_vault(vault).doctor()
+    report = open_vault(vault).doctor(strict)
     if json_out:
         print_json(report.to_dict())
     else:
@@ -593,8 +636,17 @@ def _print_report(report) -> None:
         say(f"bad log line (skipped): {item['path']}, line {item['line']}: {item['problem']}", style="warn")
     for note_id, paths in report.duplicate_ids.items():
         say(f"duplicate id {note_id}: {', '.join(paths)}", style="warn")
+    for group in report.duplicate_memories:
+        say(f"duplicate memories ({group['reason']}): {', '.join(group['paths'])}", style="warn")
     for item in report.broken_links:
         say(f"broken link [[{item['link']}]] in {item['path']}", style="warn")
+    for item in report.conflict_markers:
+        say(f"git conflict markers in {item['path']}, line {item['line']} (a merge bypassed vaultmem's driver)",
+            style="warn")
+    for path in report.sync_conflicts:
+        say(f"sync conflict copy: {path} (fold it into its note by hand, then delete it)", style="warn")
+    for item in report.secrets:
+        say(f"secret ({', '.join(item['kinds'])}) in {item['path']}", style="warn")
     for path in report.missing_ids:
         say(f"no id (found by path until it has one): {path}")
     for warning in report.warnings:

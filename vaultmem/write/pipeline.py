@@ -253,16 +253,17 @@ class Writer:
         ns = draft.meta["namespace"]
         found = self._by_fp.get(draft.fp) or self._existing_fp(draft.fp, ns)
         if found is not None:
-            if isinstance(found, _Known):
-                self._finish_supersede(found)
             # the same words: a retry, unless they bring a tag the note lacks (merged in, nothing else)
             if isinstance(found, _Known):
+                self._finish_supersede(found)
                 return self._merge(found, draft, REPEAT)
             known = self._known.get(found.path)
             if known is not None and not _has_tags(found.tags, draft):
                 return self._merge(known, draft, REPEAT)
             return self._unchanged(found, draft)
-        target, reason = self._merge_target(draft)
+        # an explicit correction replaces its note, even in nearly the same words (a reworded
+        # Hermes memory entry, `--supersedes`): no merge may swallow it
+        target, reason = self._merge_target(draft) if supersedes in (None, "") else (None, "")
         if target is not None:
             merged = self._merge(target, draft, reason)
             if merged is not None:
