@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..text import terms as text
+from ..text.times import iso_time
 from .context import LEFT_OUT
 from ..errors import VaultmemError
 from ..store.index.snapshot import entity_mentions
@@ -313,9 +314,8 @@ def _type_of(extractor: Extractor, value: str, now: dt.datetime) -> str:
 
 def _written(hit: Hit) -> dt.datetime:
     """When the note was written: relative dates in its text ("周五") are relative to then."""
-    try:
-        when = dt.datetime.fromisoformat(hit.timestamp)
-    except ValueError:
+    when = iso_time(hit.timestamp)
+    if when is None:
         return dt.datetime.now().astimezone()
     return when if when.tzinfo else when.astimezone()
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, fields as dataclass_fields
 from typing import TYPE_CHECKING, Any
 
 from ..text import terms as text
+from ..text.times import iso_time
 from .extract import TITLE_CUES
 from ..errors import VaultmemError
 from ..store.index.records import Record, encode_terms
@@ -51,11 +52,11 @@ def parse_time(value: str | dt.datetime | dt.date | None) -> dt.datetime:
     if value is None:
         return dt.datetime.now().astimezone().replace(microsecond=0)
     if isinstance(value, str):
-        try:
-            value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
+        parsed = iso_time(value)
+        if parsed is None:
             # the value is not repeated: a mistyped option may be a secret pasted in the wrong place
-            raise VaultmemError("invalid timestamp: use ISO 8601, e.g. 2026-11-29T14:02:11+08:00") from None
+            raise VaultmemError("invalid timestamp: use ISO 8601, e.g. 2026-11-29T14:02:11+08:00")
+        value = parsed
     if not isinstance(value, dt.datetime):
         value = dt.datetime(value.year, value.month, value.day)
     value = value.astimezone() if value.tzinfo is None else value

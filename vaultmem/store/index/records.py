@@ -13,7 +13,7 @@ from typing import Any
 
 from ...text import terms as text
 from ...text.dedup import sketch_keys
-from ...text.times import FIRST_TS, LAST_TS
+from ...text.times import FIRST_TS, LAST_TS, iso_time
 from ...errors import InvalidValue, NoteFormatError, VaultmemError
 
 KINDS = ("memory", "entity", "episode")
@@ -81,7 +81,7 @@ def to_epoch(value: Any, fallback: float) -> float:
             stop every command that shows or compares times.
     """
     if isinstance(value, str):
-        value = _iso_time(value)
+        value = iso_time(value)
     if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
         value = dt.datetime(value.year, value.month, value.day)
     if not isinstance(value, dt.datetime):
@@ -103,7 +103,7 @@ def given_epoch(text: str, end_of_day: bool = False) -> float:
     Raises:
         VaultmemError: not such a time.
     """
-    parsed = _iso_time(text)
+    parsed = iso_time(text)
     if parsed is None:
         raise VaultmemError(f"invalid date {text!r}: use YYYY-MM-DD or ISO 8601")
     try:
@@ -112,14 +112,6 @@ def given_epoch(text: str, end_of_day: bool = False) -> float:
         return to_epoch(parsed, 0.0)
     except (OverflowError, ValueError):
         return FIRST_TS if parsed.year < 5000 else LAST_TS
-
-
-def _iso_time(text: str) -> dt.datetime | None:
-    """An ISO 8601 date or time (`Z` for UTC), or None."""
-    try:
-        return dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def _stamp(value: Any) -> str:
