@@ -18,8 +18,10 @@ from typing import Any
 from ..errors import InvalidValue
 
 __all__ = [
+    "FULL_WIDTH",
     "STOPWORDS",
     "TOKENIZER_VERSION",
+    "WIKILINK",
     "char_ngrams",
     "fingerprint",
     "normalize",
@@ -104,10 +106,12 @@ _JOINERS = re.compile(r"[-._]+")
 # weighs no more than its words would. Ids, codes and hostnames (CT2024-0876, ERR_4031,
 # api.example.com) and words with a one-letter part (x-ray) are also kept whole.
 _PLAIN_COMPOUND = LazyPattern(r"[^\W\d_]{2,}(?:-[^\W\d_]{2,})+")
-# Common full-width punctuation in Chinese text; replacing it first spares a full NFKC pass.
-_FULL_WIDTH = {c: unicodedata.normalize("NFKC", c) for c in "，：；！？（）～\u3000"}
+# Common full-width punctuation in Chinese text; replacing it first spares a full NFKC pass (here and
+# in the linker's folding, links.py).
+FULL_WIDTH = {c: unicodedata.normalize("NFKC", c) for c in "，：；！？（）～\u3000"}
 
-_WIKILINK = re.compile(r"\[\[([^\]|#]*)(?:#([^\]|]*))?(?:\|([^\]]*))?\]\]")
+# [[target#heading|alias]]: the groups are target, heading and alias
+WIKILINK = re.compile(r"\[\[([^\]|#]*)(?:#([^\]|]*))?(?:\|([^\]]*))?\]\]")
 _LINE_MARKERS = LazyPattern(r"\n[ \t]*(?:(?:#{1,6}|[-*+]|\d+[.)]|>)[ \t]+(?:\[.\][ \t]+)?)+")
 # Emphasis markers touch a word on one side only; '_' inside ERR_4031 or snake_case is content.
 _EMPHASIS = re.compile(r"(?<!\w)[*_]+|[*_]+(?!\w)")
@@ -193,7 +197,7 @@ def char_ngrams(s: str, n: int) -> list[str]:
 def plain_text(text: str) -> str:
     """Return a note's content as compared for duplicates: normalised, wikilinks reduced to their
     shown text, list/heading/quote markers and */_ emphasis dropped, whitespace collapsed."""
-    plain = _WIKILINK.sub(_link_text, normalize(text).replace("![[", "[["))
+    plain = WIKILINK.sub(_link_text, normalize(text).replace("![[", "[["))
     plain = _LINE_MARKERS.sub("\n", "\n" + plain)  # the leading newline lets line 1 match too
     if "*" in plain or "_" in plain:
         plain = _EMPHASIS.sub("", plain)
@@ -203,7 +207,7 @@ def plain_text(text: str) -> str:
 def shown_text(text: str) -> str:
     """Return a note's content as a reader sees it on one line: wikilinks reduced to their shown
     text, whitespace collapsed, case and width kept (for prompts and answers, not for matching)."""
-    return " ".join(_WIKILINK.sub(_link_text, text.replace("![[", "[[")).split())
+    return " ".join(WIKILINK.sub(_link_text, text.replace("![[", "[[")).split())
 
 
 def fingerprint(text: str) -> str:
@@ -236,7 +240,7 @@ def stem(word: str) -> str:
 def _nfkc(text: str) -> str:
     """Return text in NFKC, quickly when only full-width punctuation needs replacing."""
     if not unicodedata.is_normalized("NFKC", text):
-        for wide, narrow in _FULL_WIDTH.items():
+        for wide, narrow in FULL_WIDTH.items():
             text = text.replace(wide, narrow)
         if not unicodedata.is_normalized("NFKC", text):
             text = unicodedata.normalize("NFKC", text)

@@ -37,7 +37,6 @@ CHUNK = 250  # memories per worker job
 _LEADING_CUES = re.compile(  # one or more framing cues at the start, with the punctuation after them
     r"^(?:(?:" + "|".join(re.escape(c).replace("'", "['’]") for c in sorted(TITLE_CUES, key=len, reverse=True))
     + r")(?![a-z])[\s:：,，、!！.。—-]*)+", re.IGNORECASE)
-_LINK = re.compile(r"\[\[([^\]|#]*)(?:#[^\]|]*)?(?:\|([^\]]*))?\]\]")
 KEY_ORDER = ("id", "type", "value", "score", "timestamp", "tags", "entities", "source", "lifecycle", "trust", "status",
              "supersedes", "namespace", "episode", "version")
 
@@ -70,7 +69,7 @@ def make_title(body: str) -> str:
     """A readable title from a memory's first line without a leading cue ("记住：", "remember:",
     "from now on,"): at most TITLE_CHARS characters, cut at a word."""
     line = next((ln.strip(" #-*>\t") for ln in body.splitlines() if ln.strip()), "")
-    line = _LINK.sub(lambda m: m.group(2) or m.group(1), line)
+    line = text.WIKILINK.sub(lambda m: m.group(3) or m.group(1), line)  # its alias, else its target
     bare = _LEADING_CUES.sub("", line)
     line = bare[:1].upper() + bare[1:] if bare.strip() and bare != line else line
     if len(line) <= TITLE_CHARS:

@@ -22,7 +22,7 @@ from ..text import terms as text
 from ..errors import UnsafePath, VaultmemError, WriteConflict
 from ..notes.note import parse_note, render_new, update_fields
 from ..store.index.records import content_hash
-from ..text.terms import _CJK, LazyPattern  # one definition of "CJK" for the tokenizer and the linker
+from ..text.terms import _CJK, FULL_WIDTH, LazyPattern  # one definition of "CJK" for the tokenizer and the linker
 from ..notes.names import new_ulid, safe_filename
 
 if TYPE_CHECKING:
@@ -54,9 +54,6 @@ _PROTECTED = tuple((hint, LazyPattern(pattern, re.MULTILINE | re.DOTALL)) for hi
 ))
 _LINK_TARGET = re.compile(r"\[\[([^\]|#\n]*)")
 _UNLINKABLE = re.compile(r"[\[\]|#^\n\r]")  # would break `[[Title|shown]]`
-# Full-width punctuation common in Chinese text folds one to one; replacing it first keeps most
-# Chinese bodies on the quick path (NFKC-stable after it).
-_WIDE_PUNCTUATION = {c: unicodedata.normalize("NFKC", c) for c in "，：；！？（）～\u3000"}
 
 
 class _FoldTable(dict):
@@ -80,7 +77,7 @@ def fold(value: str) -> str:
 
 def _quick_fold(value: str) -> str | None:
     """fold() in C calls when NFKC leaves each character alone and case-folding keeps lengths, else None."""
-    for wide, narrow in _WIDE_PUNCTUATION.items():
+    for wide, narrow in FULL_WIDTH.items():  # one to one: most Chinese bodies stay on the quick path
         value = value.replace(wide, narrow)
     if not unicodedata.is_normalized("NFKC", value):
         return None
