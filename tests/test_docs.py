@@ -171,6 +171,7 @@ def test_every_help_example_runs_as_written_on_the_sample_vault(tmp_path, words)
     commands, shown = _example(words)
     assert commands and all(c.split()[1:1 + len(words)] == list(words) for c in commands)
     _sample_copy(tmp_path)
+    shutil.copytree(REPO / "examples", tmp_path / "examples")  # examples run from a clone
     home = tmp_path / "home"
     home.mkdir()
     # an MCP server ends when its input closes: here at once, after its start

@@ -276,6 +276,55 @@ def entity_add(ctx: typer.Context,
         say(f"{action}: {path}")
 
 
+@app.command("export")
+def export(out: Annotated[Optional[Path], typer.Option(
+               "--out", "-o", metavar="FILE", help="Write the JSON lines here (default: standard output).")] = None,
+           vault: VaultOpt = None) -> None:
+    """Write every note as one JSON line (schema vaultmem-export/1: path, kind, id, properties, body and
+    the note's whole text), which `vaultmem import` restores byte for byte.
+
+    \b
+    Example:
+      vaultmem export --out memories-export.jsonl
+    """
+    from .exchange import export_records
+
+    v = open_vault(vault)
+    stream = out.open("w", encoding="utf-8") if out else sys.stdout
+    try:
+        for record in export_records(v):
+            stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+    finally:
+        if out:
+            stream.close()
+
+
+@app.command("import")
+def import_(source: Annotated[Path, typer.Argument(
+                metavar="SOURCE", help="A vaultmem export (.jsonl), Hermes' memories folder (MEMORY.md, USER.md) "
+                                       "or a folder of Markdown notes (YAML, TOML or JSON frontmatter).")],
+            namespace: Annotated[Optional[str], typer.Option(
+                "--namespace", "-n", metavar="NAME", help="The namespace of the imported memories.")] = None,
+            vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
+    """Bring memories in; the source is only read. An export's notes come back with their ids (a note
+    the vault has already is kept as it is); Hermes entries and Markdown notes go through the write
+    pipeline (secrets cleaned, duplicates merged).
+
+    \b
+    Example:
+      vaultmem import examples/hermes
+      hermes import of examples/hermes: 4 created
+    """
+    from .exchange import import_source
+
+    summary = import_source(open_vault(vault), source, namespace)
+    if json_out:
+        print_json(summary)
+    else:
+        counts = ", ".join(f"{n} {action}" for action, n in summary.items() if action not in ("source", "kind"))
+        say(f"{summary['kind']} import of {summary['source']}: {counts or 'nothing to import'}", style="good")
+
+
 device_app = _sub_app("This machine's device id: the name of its own event and audit logs in every vault.")
 app.add_typer(device_app, name="device")
 
