@@ -287,7 +287,7 @@ def export(out: Annotated[Optional[Path], typer.Option(
     Example:
       vaultmem export --out memories-export.jsonl
     """
-    from .exchange import export_records
+    from ..sync.exchange import export_records
 
     v = open_vault(vault)
     stream = out.open("w", encoding="utf-8") if out else sys.stdout
@@ -315,7 +315,7 @@ def import_(source: Annotated[Path, typer.Argument(
       vaultmem import examples/hermes
       hermes import of examples/hermes: 4 created
     """
-    from .exchange import import_source
+    from ..sync.exchange import import_source
 
     summary = import_source(open_vault(vault), source, namespace)
     if json_out:

@@ -12,10 +12,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from .errors import VaultmemError
+from ..errors import VaultmemError
 
 if TYPE_CHECKING:
-    from .vault import Vault
+    from ..store.store import Store
 
 EXPORT_SCHEMA = "vaultmem-export/1"
 HERMES_FILES = {"MEMORY.md": "memory", "USER.md": "user"}  # Hermes' built-in memory files -> its targets
@@ -25,11 +25,11 @@ _TIME_KEYS = ("timestamp", "date", "created", "created_at", "updated")
 
 
 # -- export -----------------------------------------------------------------------------------------
-def export_records(vault: Vault) -> Iterator[dict[str, Any]]:
+def export_records(vault: Store) -> Iterator[dict[str, Any]]:
     """One record per note the index knows, in path order: its path, kind, id, properties, body and
     whole text (the bytes, as UTF-8), so that import_export restores it exactly. A note that is no
     UTF-8 text keeps its path and an `error`, not its bytes."""
-    from .note import parse_note
+    from ..notes.note import parse_note
 
     vault.refresh()
     for row in sorted(vault.index.select_notes(), key=lambda r: r["path"]):
@@ -65,7 +65,7 @@ def _jsonable(value: Any) -> Any:
 
 
 # -- import -----------------------------------------------------------------------------------------
-def import_source(vault: Vault, source: Path, namespace: str | None = None) -> dict[str, Any]:
+def import_source(vault: Store, source: Path, namespace: str | None = None) -> dict[str, Any]:
     """Import a vaultmem export (a .jsonl file), a Hermes memory folder (MEMORY.md / USER.md) or a
     folder of Markdown notes; what it is is told by its shape. Returns {"source", "kind", counts...}."""
     source = Path(source).expanduser()
@@ -98,13 +98,13 @@ def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
             yield record
 
 
-def import_export(vault: Vault, records: Iterable[dict[str, Any]]) -> dict[str, int]:
+def import_export(vault: Store, records: Iterable[dict[str, Any]]) -> dict[str, int]:
     """Restore exported notes with their ids and bytes: a note whose id the vault already has is left as
     it is (`kept`: the vault's own copy wins; a sync merges the two, an import does not), one whose path
     is taken by another note goes under the next free numbered name. Paths are checked to stay inside
     the vault's note folders."""
-    from .files import atomic_write
-    from .write import numbered_name
+    from ..notes.names import numbered_name
+    from ..store.files import atomic_write
 
     vault.refresh()
     known = {row["id"] for row in vault.index.select_notes(columns=("id",))}
@@ -131,7 +131,7 @@ def import_export(vault: Vault, records: Iterable[dict[str, Any]]) -> dict[str, 
     return dict(counts)
 
 
-def _inside(vault: Vault, rel: str) -> Path:
+def _inside(vault: Store, rel: str) -> Path:
     """The vault path of an exported note, refused unless it is a Markdown file in a note folder."""
     parts = PurePosixPath(rel).parts
     folders = {vault.relpath(vault.folders[kind]) for kind in ("memories", "entities", "episodes", "inbox",
@@ -142,7 +142,7 @@ def _inside(vault: Vault, rel: str) -> Path:
     return vault.root / Path(*parts)
 
 
-def import_hermes(vault: Vault, files: list[Path], namespace: str | None = None) -> dict[str, int]:
+def import_hermes(vault: Store, files: list[Path], namespace: str | None = None) -> dict[str, int]:
     """Each `§`-separated entry of Hermes' MEMORY.md (facts) and USER.md (the user's preferences) as a
     memory, tagged `hermes/memory` or `hermes/user` as the Hermes provider mirrors them."""
     items = []
@@ -156,7 +156,7 @@ def import_hermes(vault: Vault, files: list[Path], namespace: str | None = None)
     return _written(vault, items)
 
 
-def import_markdown(vault: Vault, folder: Path, namespace: str | None = None) -> dict[str, int]:
+def import_markdown(vault: Store, folder: Path, namespace: str | None = None) -> dict[str, int]:
     """Every Markdown file under a folder as a memory: its body the text, its YAML, TOML or JSON
     frontmatter's tags and time kept (python-frontmatter reads all three), its file name the title."""
     import frontmatter
@@ -198,7 +198,7 @@ def _yaml_reader():
     import yaml
     from frontmatter.default_handlers import YAMLHandler
 
-    from .plainyaml import bounded
+    from ..notes.plainyaml import bounded
 
     loader = bounded(getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
@@ -236,8 +236,10 @@ def _toml_reader():
     return TomlReader()
 
 
-def _written(vault: Vault, items: list[dict[str, Any]]) -> dict[str, int]:
-    results = vault.remember_many(items) if items else []
+def _written(vault: Store, items: list[dict[str, Any]]) -> dict[str, int]:
+    from ..write.pipeline import remember_many
+
+    results = remember_many(vault, items) if items else []
     return dict(Counter(r.action for r in results))
 
 
