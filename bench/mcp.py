@@ -72,7 +72,7 @@ def _basic_memory_hits(result) -> int:
 def setup_vaultmem(copy: Path, env: dict) -> Server:
     """vaultmem-mcp from this checkout, on an indexed copy."""
     from vaultmem import Vault
-    from vaultmem.index import RACY_NS
+    from vaultmem.store.index.index import RACY_NS
 
     opened = Vault(copy)
     opened.refresh()

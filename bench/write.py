@@ -196,7 +196,7 @@ def _children_cpu() -> float:
 def _io_floor(vault: Path, folder: Path) -> float:
     """Seconds to write the batch's memory notes again, byte for byte, with the same atomic create
     (temp file + no-replace rename) and one sync, and nothing else: what the disk alone costs."""
-    from vaultmem.files import atomic_write
+    from vaultmem.store.files import atomic_write
 
     notes = [p.read_bytes() for sub in ("memories", "inbox") for p in sorted((vault / sub).glob("*.md"))]
     folder.mkdir()

@@ -6,8 +6,8 @@ import pytest
 from typer.testing import CliRunner
 
 from vaultmem import VaultmemError
-from vaultmem.answer import THRESHOLD
-from vaultmem.cli import app
+from vaultmem.recall.answer import THRESHOLD
+from vaultmem.surfaces.cli import app
 
 from .conftest import write_note
 

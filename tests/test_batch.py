@@ -2,8 +2,9 @@
 
 import os
 
-from vaultmem import Vault, drafts
-from vaultmem.note import parse_note
+from vaultmem import Vault
+from vaultmem.write import drafts
+from vaultmem.notes.note import parse_note
 
 
 def _items(n: int) -> list[dict]:
@@ -33,7 +34,7 @@ def test_worker_processes_draft_exactly_what_one_process_drafts(tmp_path, monkey
     one = [(r.action, r.path, r.supersedes is not None) for r in serial.remember_many(items)]
     monkeypatch.setattr(drafts, "PARALLEL_MIN", 1)
     monkeypatch.setattr(drafts, "CHUNK", 7)
-    monkeypatch.setattr("vaultmem.workers.worker_count", lambda: 2)
+    monkeypatch.setattr("vaultmem.store.workers.worker_count", lambda: 2)
     adopt = drafts._adopt
 
     def adopt_and_sign(drafter):  # each worker leaves its pid: proof the batch left this process
@@ -70,7 +71,7 @@ def test_a_batch_links_every_memory_to_the_entities_the_batch_names(vault):
 
 
 def test_a_name_taken_on_disk_during_a_batch_gets_the_next_free_name(vault, monkeypatch):
-    from vaultmem import write
+    from vaultmem.write import pipeline as write
 
     (vault.root / "memories").mkdir(exist_ok=True)
     taken = []
@@ -92,7 +93,7 @@ def test_a_name_taken_on_disk_during_a_batch_gets_the_next_free_name(vault, monk
 
 
 def test_a_name_taken_after_it_was_reserved_is_written_under_the_next_one(vault, monkeypatch):
-    from vaultmem.pending import PendingNotes
+    from vaultmem.write.pending import PendingNotes
 
     flush = PendingNotes.flush
 
@@ -113,7 +114,7 @@ def test_a_name_taken_after_it_was_reserved_is_written_under_the_next_one(vault,
 
 
 def test_a_note_saved_by_a_person_while_a_batch_merges_into_it_keeps_both(vault, monkeypatch):
-    from vaultmem.pending import PendingNotes
+    from vaultmem.write.pending import PendingNotes
 
     first = vault.remember("Contract CT2024-0876 signed with Acme")
     flush = PendingNotes.flush
@@ -133,7 +134,7 @@ def test_a_note_saved_by_a_person_while_a_batch_merges_into_it_keeps_both(vault,
 
 
 def test_a_retitled_record_has_the_terms_a_fresh_parse_gives(vault):
-    from vaultmem.records import build_record, decode_terms, index_terms, retitle
+    from vaultmem.store.index.records import build_record, decode_terms, index_terms, retitle
 
     data = "---\nid: X1\ntags: [ops]\n---\n生产集群 CPU>90% 持续5分钟 [[Li Wei]] #oncall\n".encode()
     rec = build_record(data, "memories/生产集群 CPU 告警.md", "memory", "memories", (0, len(data)), {})
@@ -150,7 +151,7 @@ def test_repeated_titles_in_a_batch_take_the_next_numbers(vault):
 
 
 def test_a_first_import_rebuilds_the_lookups_it_dropped(vault, monkeypatch):
-    from vaultmem import index
+    from vaultmem.store.index import index
 
     def lookups():
         rows = vault.index._conn().execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")
@@ -170,7 +171,7 @@ def test_a_multi_threaded_host_drafts_through_a_fork_server(tmp_path, monkeypatc
     import threading
 
     monkeypatch.setattr(drafts, "PARALLEL_MIN", 1)
-    monkeypatch.setattr("vaultmem.workers.worker_count", lambda: 2)
+    monkeypatch.setattr("vaultmem.store.workers.worker_count", lambda: 2)
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)  # an agent's other thread: forking now would be unsafe
     other.start()
@@ -191,11 +192,12 @@ def test_records_built_by_the_workers_are_the_ones_a_reindex_builds(tmp_path, mo
     scratch gives."""
     import shutil
 
-    from vaultmem import pending, write
+    from vaultmem.write import pending
+    from vaultmem.write import pipeline as write
 
     monkeypatch.setattr(drafts, "PARALLEL_MIN", 1)
     monkeypatch.setattr(drafts, "CHUNK", 7)
-    monkeypatch.setattr("vaultmem.workers.worker_count", lambda: 2)
+    monkeypatch.setattr("vaultmem.store.workers.worker_count", lambda: 2)
     monkeypatch.setattr(pending, "CREATE_MIN", 2)
     monkeypatch.setattr(write, "PARSE_CHUNK", 1)
     pools = []
@@ -226,10 +228,10 @@ def test_records_built_by_the_workers_are_the_ones_a_reindex_builds(tmp_path, mo
 
 
 def test_a_name_taken_while_the_workers_create_the_notes_moves_its_early_index_row(vault, monkeypatch):
-    from vaultmem import pending
+    from vaultmem.write import pending
 
     monkeypatch.setattr(drafts, "PARALLEL_MIN", 1)
-    monkeypatch.setattr("vaultmem.workers.worker_count", lambda: 2)
+    monkeypatch.setattr("vaultmem.store.workers.worker_count", lambda: 2)
     monkeypatch.setattr(pending, "CREATE_MIN", 1)
     flush = pending.PendingNotes.flush
 
@@ -256,10 +258,11 @@ def test_a_day_note_saved_while_the_batch_creates_its_notes_keeps_the_persons_te
     """A large batch works out its day notes' text while a worker creates its notes, and writes them
     after: a day note someone saved in between gets the lines again over their text, and is indexed
     as it ends up on disk."""
-    from vaultmem import pending, write
+    from vaultmem.write import pending
+    from vaultmem.write import pipeline as write
 
     monkeypatch.setattr(drafts, "PARALLEL_MIN", 1)
-    monkeypatch.setattr("vaultmem.workers.worker_count", lambda: 2)
+    monkeypatch.setattr("vaultmem.store.workers.worker_count", lambda: 2)
     monkeypatch.setattr(pending, "CREATE_MIN", 1)
     write_planned = write.write_planned
     saved = vault.root / "episodes" / "2026-11-03.md"
@@ -286,7 +289,7 @@ def test_a_day_note_saved_while_the_batch_creates_its_notes_keeps_the_persons_te
 def _create_keeping_the_clock(items, mtime_ns=None):
     """Stands in for files.create_files on a file system that keeps its own times (a coarse clock,
     a network share): the files do not get the time their rows were indexed with."""
-    from vaultmem.files import atomic_write
+    from vaultmem.store.files import atomic_write
 
     return [(st.st_mtime_ns, st.st_size) for st in
             (atomic_write(path, data, durable=False, exclusive=True) for path, data in items)]
@@ -298,10 +301,11 @@ def test_rows_indexed_before_their_files_exist_end_with_the_files_own_stat(tmp_p
     so the next refresh finds nothing to read again."""
     import time
 
-    from vaultmem import files, pending
+    from vaultmem.store import files
+    from vaultmem.write import pending
 
     monkeypatch.setattr(drafts, "PARALLEL_MIN", 1)
-    monkeypatch.setattr("vaultmem.workers.worker_count", lambda: 2)
+    monkeypatch.setattr("vaultmem.store.workers.worker_count", lambda: 2)
     monkeypatch.setattr(pending, "CREATE_MIN", 2)
     items = [{"text": f"Invoice INV-2026-{100 + i} for Acme is due on 2026-04-{10 + i}"} for i in range(6)]
     stamped = Vault.init(tmp_path / "stamped")
@@ -311,7 +315,7 @@ def test_rows_indexed_before_their_files_exist_end_with_the_files_own_stat(tmp_p
     assert len({row["mtime_ns"] for row in rows}) == 1 and before - 3_000_000_000 < rows[0]["mtime_ns"] < before
     others = [p for folder in ("episodes", "entities") for p in (stamped.root / folder).glob("*.md")]
     assert stamped.refresh().read <= len(others)  # the batch's notes are not even re-hashed (too new to trust)
-    _create_keeping_the_clock.__module__, _create_keeping_the_clock.__qualname__ = "vaultmem.files", "create_files"
+    _create_keeping_the_clock.__module__, _create_keeping_the_clock.__qualname__ = "vaultmem.store.files", "create_files"
     monkeypatch.setattr(files, "create_files", _create_keeping_the_clock)  # the forked workers inherit it
     own = Vault.init(tmp_path / "own")
     own.remember_many(items)
@@ -328,7 +332,7 @@ def _create_one_then_fill_the_disk(items, mtime_ns=None):
     """Stands in for files.create_files in the workers: the disk fills after the first note."""
     import errno
 
-    from vaultmem.files import atomic_write
+    from vaultmem.store.files import atomic_write
 
     atomic_write(items[0][0], items[0][1], durable=False, exclusive=True, mtime_ns=mtime_ns)
     raise OSError(errno.ENOSPC, "No space left on device")
@@ -339,12 +343,13 @@ def test_a_batch_whose_file_creation_fails_leaves_no_index_row_without_its_note(
     fails, no row may remain for a note that was never written (a later remember would merge into it)."""
     import pytest
 
-    from vaultmem import files, pending
+    from vaultmem.store import files
+    from vaultmem.write import pending
 
     monkeypatch.setattr(drafts, "PARALLEL_MIN", 1)
-    monkeypatch.setattr("vaultmem.workers.worker_count", lambda: 2)
+    monkeypatch.setattr("vaultmem.store.workers.worker_count", lambda: 2)
     monkeypatch.setattr(pending, "CREATE_MIN", 1)
-    _create_one_then_fill_the_disk.__module__, _create_one_then_fill_the_disk.__qualname__ = "vaultmem.files", "create_files"
+    _create_one_then_fill_the_disk.__module__, _create_one_then_fill_the_disk.__qualname__ = "vaultmem.store.files", "create_files"
     monkeypatch.setattr(files, "create_files", _create_one_then_fill_the_disk)  # the forked workers inherit it
     items = [{"text": f"Contract CT2024-{1000 + i} signed with Acme on 2026-03-0{i + 1}"} for i in range(3)]
     with pytest.raises(OSError, match="No space left"):
@@ -363,11 +368,11 @@ def test_a_day_note_that_is_not_text_stops_the_batch_with_a_clear_error_and_lose
     leaves that file as it was, and the notes it wrote are whole and indexed."""
     import pytest
 
-    from vaultmem import pending
+    from vaultmem.write import pending
     from vaultmem.errors import NoteFormatError
 
     monkeypatch.setattr(drafts, "PARALLEL_MIN", 1)
-    monkeypatch.setattr("vaultmem.workers.worker_count", lambda: 2)
+    monkeypatch.setattr("vaultmem.store.workers.worker_count", lambda: 2)
     monkeypatch.setattr(pending, "CREATE_MIN", 1)
     day = vault.root / "episodes" / "2026-11-02.md"
     day.parent.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from vaultmem.cli import app
+from vaultmem.surfaces.cli import app
 
 
 runner = CliRunner()
@@ -99,7 +99,7 @@ def test_batch_from_stdin(tmp_path):
 def test_a_write_result_as_json_has_every_field_but_an_unasked_explanation():
     from dataclasses import asdict
 
-    from vaultmem.write import WriteResult
+    from vaultmem.write.pipeline import WriteResult
 
     plain = WriteResult("created", "01J", "memories/x.md", "x", None, "id", "CT1", 6.5, "active", ["a"], ["password"])
     expected = asdict(plain)

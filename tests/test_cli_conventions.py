@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 import vaultmem
 from vaultmem import Vault
-from vaultmem import console
-from vaultmem.cli import app
+from vaultmem.surfaces import console
+from vaultmem.surfaces.cli import app
 
 runner = CliRunner()
 
@@ -243,7 +243,7 @@ def test_an_unknown_batch_field_is_refused_with_the_allowed_ones(tmp_path):
     import sys
 
     from vaultmem import Vault
-    from vaultmem.write import BATCH_FIELDS
+    from vaultmem.write.pipeline import BATCH_FIELDS
 
     Vault.init(tmp_path / "v")
     batch = tmp_path / "m.jsonl"

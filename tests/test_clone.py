@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from vaultmem import Vault
-from vaultmem.note import parse_note
+from vaultmem.notes.note import parse_note
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1"}

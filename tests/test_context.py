@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from vaultmem import VaultmemError
-from vaultmem.cli import app
-from vaultmem.context import estimate_tokens
+from vaultmem.surfaces.cli import app
+from vaultmem.recall.context import estimate_tokens
 
 from .conftest import write_note
 

@@ -17,8 +17,8 @@ import typer.main
 from typer.testing import CliRunner
 
 from vaultmem import Vault
-from vaultmem.cli import app
-from vaultmem.write import BATCH_FIELDS
+from vaultmem.surfaces.cli import app
+from vaultmem.write.pipeline import BATCH_FIELDS
 
 REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text(encoding="utf-8")

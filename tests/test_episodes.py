@@ -6,9 +6,9 @@ import datetime as dt
 
 import pytest
 
-from vaultmem.episodes import EpisodeLine, append_episodes
+from vaultmem.write.episodes import EpisodeLine, append_episodes
 from vaultmem.errors import WriteConflict
-from vaultmem.links import add_entity
+from vaultmem.write.links import add_entity
 
 from .conftest import write_note
 
@@ -167,7 +167,7 @@ def test_doctor_is_clean_after_entities_and_episodes(vault):
 def test_a_full_day_goes_on_in_a_second_part_that_links_back(vault, monkeypatch):
     """An agent writing thousands of memories a day: each part stays about PART_BYTES, so an append
     costs the same at the end of the day as at its start."""
-    import vaultmem.episodes as episodes
+    import vaultmem.write.episodes as episodes
 
     monkeypatch.setattr(episodes, "PART_BYTES", 400)
     for minute in range(30):
@@ -187,7 +187,7 @@ def test_a_full_day_goes_on_in_a_second_part_that_links_back(vault, monkeypatch)
 
 def test_a_line_retried_as_the_day_moves_on_is_not_written_twice(vault, monkeypatch):
     """A crash after a line reached a part that is now full: the retry starts the next part without it."""
-    import vaultmem.episodes as episodes
+    import vaultmem.write.episodes as episodes
 
     line = EpisodeLine(at(8, 11, 0), "The retried memory", "hermes")
     append_episodes(vault, [line])

@@ -10,8 +10,8 @@ import pytest
 
 import vaultmem
 from vaultmem.errors import InvalidValue, VaultmemError
-from vaultmem.extract import Extraction, importance
-from vaultmem.note import render_new
+from vaultmem.write.extract import Extraction, importance
+from vaultmem.notes.note import render_new
 
 SUB_MINUTE = "2026-01-01T10:00:00+05:30:15"
 

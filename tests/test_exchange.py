@@ -12,8 +12,8 @@ import pytest
 from tests.conftest import SAMPLE, snapshot_files
 from vaultmem import Vault
 from vaultmem.errors import VaultmemError
-from vaultmem.exchange import EXPORT_SCHEMA, export_records, import_source
-from vaultmem.note import parse_note
+from vaultmem.sync.exchange import EXPORT_SCHEMA, export_records, import_source
+from vaultmem.notes.note import parse_note
 
 
 def _notes(vault: Vault) -> dict[str, bytes]:

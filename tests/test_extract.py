@@ -9,7 +9,7 @@ import pytest
 
 from vaultmem.config import defaults, load_config
 from vaultmem.errors import ConfigError, VaultmemError
-from vaultmem.extract import Extraction, Extractor, Value, _Words, importance
+from vaultmem.write.extract import Extraction, Extractor, Value, _Words, importance
 
 # Friday 27 November 2026, 10:00 in Shanghai
 NOW = dt.datetime(2026, 11, 27, 10, 0, tzinfo=dt.timezone(dt.timedelta(hours=8)))

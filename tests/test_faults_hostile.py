@@ -15,7 +15,7 @@ import pytest
 from vaultmem import Vault
 from vaultmem.config import MAX_CONFIG_BYTES, load_config
 from vaultmem.errors import ConfigError, NoteFormatError
-from vaultmem.note import parse_note
+from vaultmem.notes.note import parse_note
 
 from .conftest import REPO, write_note
 
@@ -222,7 +222,7 @@ def test_a_score_out_of_range_ranks_as_the_nearest_score(vault):
 
 
 def test_a_vault_that_is_a_file_is_not_a_directory(tmp_path):
-    from vaultmem.cli import app
+    from vaultmem.surfaces.cli import app
     from typer.testing import CliRunner
 
     afile = tmp_path / "passwd"
@@ -235,7 +235,7 @@ def test_a_vault_that_is_a_file_is_not_a_directory(tmp_path):
 
 
 def test_list_since_garbage_is_a_clear_error(vault):
-    from vaultmem.cli import app
+    from vaultmem.surfaces.cli import app
     from typer.testing import CliRunner
 
     result = CliRunner().invoke(app, ["list", "--since", "garbage", "--vault", str(vault.root)])
@@ -246,7 +246,7 @@ def test_list_since_garbage_is_a_clear_error(vault):
 def test_dates_past_the_range_are_open_bounds(vault):
     good = remember_good(vault)
     assert [hit.id for hit in vault.recall("contract", since=None)] == [good]
-    from vaultmem.console import epoch
+    from vaultmem.surfaces.console import epoch
 
     hits = vault.recall("contract", since=epoch("0001-01-01"), until=epoch("9999-12-31", end_of_day=True))
     assert [hit.id for hit in hits] == [good]
@@ -309,7 +309,7 @@ def hostile(vault):
 
 @pytest.mark.parametrize("command", [["recall", "contract", "--explain"], ["show", "EVIL"], ["list"], ["doctor"]])
 def test_control_characters_never_reach_the_terminal(hostile, command):
-    from vaultmem.cli import app
+    from vaultmem.surfaces.cli import app
     from typer.testing import CliRunner
 
     result = CliRunner().invoke(app, [*command, "--vault", str(hostile.root)])
@@ -324,7 +324,7 @@ def test_the_fast_recall_escapes_them_too_and_json_is_escaped(hostile):
     fast = subprocess.run([sys.executable, "-m", "vaultmem", "recall", "contract", "--vault", str(hostile.root)],
                           capture_output=True, text=True, cwd=REPO, timeout=60)
     assert fast.returncode == 0 and "\\x1b[2J" in fast.stdout and "\x1b" not in fast.stdout
-    from vaultmem.cli import app
+    from vaultmem.surfaces.cli import app
     from typer.testing import CliRunner
 
     out = CliRunner().invoke(app, ["recall", "contract", "--json", "--vault", str(hostile.root)]).output

@@ -15,7 +15,7 @@ import pytest
 
 from vaultmem import Vault
 from vaultmem.errors import VaultmemError
-from vaultmem.note import parse_note
+from vaultmem.notes.note import parse_note
 
 CALLS = ("open", "write", "fsync", "replace", "link", "rename")
 

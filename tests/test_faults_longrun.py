@@ -6,11 +6,11 @@ from dataclasses import asdict
 
 import numpy as np
 
-import vaultmem.records as records_module
-import vaultmem.snapshot as snapshot_module
+import vaultmem.store.index.records as records_module
+import vaultmem.store.index.snapshot as snapshot_module
 from vaultmem import Vault
-from vaultmem.episodes import new_day_note, with_lines
-from vaultmem.records import LINK_PREFIX, appended_record, build_record, decode_terms, link_key
+from vaultmem.write.episodes import new_day_note, with_lines
+from vaultmem.store.index.records import LINK_PREFIX, appended_record, build_record, decode_terms, link_key
 
 TOPICS = ["invoice", "contract", "server", "deploy", "budget", "meeting", "ticket", "release"]
 DEFAULTS = {"score": 5.0, "lifecycle": "", "namespace": "shared"}

@@ -17,11 +17,11 @@ import pytest
 from typer.testing import CliRunner
 
 from vaultmem import Vault
-from vaultmem.cli import app
+from vaultmem.surfaces.cli import app
 from vaultmem.config import defaults
-from vaultmem.console import fast_remember
+from vaultmem.surfaces.console import fast_remember
 from vaultmem.errors import PolicyViolation, VaultmemError
-from vaultmem.policy import Policy
+from vaultmem.write.policy import Policy
 
 _rng = random.Random(20261129)
 _ALNUM = string.ascii_letters + string.digits

@@ -21,14 +21,14 @@ REPO = Path(__file__).resolve().parent.parent
 # the writer hangs at its first decision, holding the write lock, until it is killed.
 HUNG_BATCH = """
 import sys, time
-import vaultmem.drafts as drafts
-import vaultmem.write as write
+import vaultmem.write.drafts as drafts
+import vaultmem.write.pipeline as write
 drafts.PARALLEL_MIN = 4
 def hang(self, *args, **kwargs):
     print("ready", flush=True)
     time.sleep(120)
 write.Writer.settle = hang
-from vaultmem.cli import app
+from vaultmem.surfaces.cli import app
 app(["remember", "--batch", sys.argv[1], "--vault", sys.argv[2]])
 """
 
@@ -134,7 +134,7 @@ def test_a_writer_waiting_for_the_lock_says_so_and_gives_up_after_the_timeout(va
 
 
 def test_the_lock_timeout_is_a_setting(vault):
-    from vaultmem.writelock import LockTimeout
+    from vaultmem.store.writelock import LockTimeout
 
     config = vault.state / "config.yaml"
     config.write_text(config.read_text(encoding="utf-8").replace("lock_timeout: 60", "lock_timeout: 0.3"),
@@ -193,7 +193,7 @@ def test_recall_list_and_show_answer_from_the_index_while_another_writer_holds_t
 # -- 5. the device id is created whole ------------------------------------------------------------
 
 def _first_run(home: str, start, out) -> None:
-    from vaultmem.events import device_id
+    from vaultmem.store.events import device_id
 
     os.environ["VAULTMEM_HOME"] = home
     start.wait()

@@ -11,10 +11,10 @@ import shutil
 
 import pytest
 
-import vaultmem.vault as vault_module
+import vaultmem.store.store as store_module
 from vaultmem import Vault
 from vaultmem.errors import VaultmemError, WriteConflict
-from vaultmem.note import parse_note
+from vaultmem.notes.note import parse_note
 
 PERSON = "客户 [[张三]] 的合同编号是 CT2024-0876。\n\nA line the person added by hand.\nAnd another one.\n"
 
@@ -64,7 +64,7 @@ def test_a_merge_waits_out_an_editor_saving_in_place(vault, monkeypatch):
         if len(pauses) == 2:
             path.write_bytes(saved)
 
-    monkeypatch.setattr(vault_module, "_pause", save_lands, raising=False)
+    monkeypatch.setattr(store_module, "_pause", save_lands, raising=False)
     result = vault.remember("客户张三的合同编号是 CT2024-0876", source="finance-bot")
     assert result.path == rel and result.action in ("merged", "unchanged")
     _assert_person_text_kept(vault, rel)
@@ -75,7 +75,7 @@ def test_a_note_read_empty_is_never_merged_into(vault, monkeypatch):
     rel, _ = _person_note(vault)
     path = vault.root / rel
     path.write_bytes(b"")
-    monkeypatch.setattr(vault_module, "_pause", lambda seconds: None, raising=False)
+    monkeypatch.setattr(store_module, "_pause", lambda seconds: None, raising=False)
     result = vault.remember("客户张三的合同编号是 CT2024-0876", source="finance-bot")
     assert path.read_bytes() == b""  # never "merged" into a file of score, tags and version alone
     assert result.action == "created" and result.path != rel
@@ -87,7 +87,7 @@ def test_a_note_without_its_frontmatter_is_never_merged_into(vault, monkeypatch)
     path = vault.root / rel
     half = "客户 [[张三]] 的合同编号是 CT2024-0876。\n"  # the body arrived, the properties not (yet)
     path.write_text(half, encoding="utf-8")
-    monkeypatch.setattr(vault_module, "_pause", lambda seconds: None, raising=False)
+    monkeypatch.setattr(store_module, "_pause", lambda seconds: None, raising=False)
     result = vault.remember("客户张三的合同编号是 CT2024-0876", source="finance-bot")
     assert path.read_text(encoding="utf-8") == half
     assert result.path != rel
@@ -132,7 +132,7 @@ def test_a_save_into_the_file_being_replaced_is_put_back_and_merged_over(vault, 
     rel, saved = _person_note(vault)
     path = vault.root / rel
     later = saved.decode("utf-8").replace("And another one.", "And another one.\nSaved into the old file.")
-    real_write = vault_module.atomic_write
+    real_write = store_module.atomic_write
     landed = []
 
     def late_save(target, data, **kw):
@@ -149,7 +149,7 @@ def test_a_save_into_the_file_being_replaced_is_put_back_and_merged_over(vault, 
         finally:
             handle.close()
 
-    monkeypatch.setattr(vault_module, "atomic_write", late_save)
+    monkeypatch.setattr(store_module, "atomic_write", late_save)
     _merge_over_the_save(vault, rel, landed, "Saved into the old file.")
 
 
@@ -195,7 +195,7 @@ def test_a_remember_killed_before_its_index_update_is_not_written_twice(vault):
 
 def test_a_remember_that_fails_after_writing_its_note_says_so_and_the_retry_writes_nothing(vault, monkeypatch):
     """A full disk while the day note is written: the error names the note written; the retry finds it."""
-    import vaultmem.write as write_module
+    import vaultmem.write.pipeline as write_module
 
     def disk_full(*args, **kwargs):
         raise OSError(28, "No space left on device")
@@ -235,7 +235,7 @@ _SYNCED = "---\nid: 01JDX3K8Q4W2M9ZC6T7B5N0H1A\ntype: fact\n---\nThe VPN gateway
 def test_a_note_synced_into_another_folder_during_a_remember_is_seen_by_the_next(vault, monkeypatch):
     """A single remember stores the new times of the folders it wrote into only: a note git brings
     into inbox/ while it writes into memories/ keeps inbox/ stale, so the next remember rescans."""
-    import vaultmem.write as write_module
+    import vaultmem.write.pipeline as write_module
 
     vault.remember("first memory of the day")
     real = write_module.Writer.finish
@@ -254,7 +254,7 @@ def test_a_note_synced_into_another_folder_during_a_remember_is_seen_by_the_next
 def test_a_note_synced_into_memories_during_a_batch_is_seen_by_the_next_remember(vault, monkeypatch):
     """A batch writes for seconds to minutes: it stores a folder's time only if the folder holds exactly
     what the index knows, so a note that arrived meanwhile beside the batch's own is not absorbed."""
-    import vaultmem.write as write_module
+    import vaultmem.write.pipeline as write_module
 
     real = write_module.Writer.finish
 
@@ -303,6 +303,11 @@ def test_an_editor_saving_in_place_while_an_agent_merges_loses_no_line(vault, tm
                               stdout=subprocess.PIPE, text=True)
     conflicts = 0
     try:
+        import time
+
+        started = time.monotonic()  # under load the editor's interpreter may start after 40 quick writes
+        while b"person line" not in path.read_bytes() and time.monotonic() - started < 20:
+            time.sleep(0.01)
         for n in range(40):
             try:
                 vault.remember("客户张三的合同编号是 CT2024-0876", source="finance-bot", tags=[f"round{n % 3}"])

@@ -8,9 +8,9 @@ import pytest
 
 from vaultmem import Vault
 from vaultmem.errors import ConfigError
-from vaultmem.note import parse_note
-from vaultmem import recall as recall_module
-from vaultmem.recall import B_ALIKE, B_SPREAD, length_b
+from vaultmem.notes.note import parse_note
+from vaultmem.recall import ranking as recall_module
+from vaultmem.recall.ranking import B_ALIKE, B_SPREAD, length_b
 
 DAY = "2022-08-26T10:00:00+00:00"
 TOPICS = ["locker", "gym", "code", "membership", "schedule"]

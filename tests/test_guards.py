@@ -9,9 +9,9 @@ import os
 import pytest
 
 from vaultmem import Vault
-from vaultmem.dedup import restates
-from vaultmem.note import parse_note
-from vaultmem.text import plain_text
+from vaultmem.text.dedup import restates
+from vaultmem.notes.note import parse_note
+from vaultmem.text.terms import plain_text
 
 WHEN = "2026-11-29T14:00:00+00:00"
 NOW = dt.datetime(2026, 11, 30, tzinfo=dt.timezone.utc).timestamp()
@@ -109,7 +109,7 @@ def test_a_restatement_a_word_shorter_shares_a_near_duplicate_key_with_the_note_
     import re
     from pathlib import Path
 
-    from vaultmem.dedup import sketch_keys
+    from vaultmem.text.dedup import sketch_keys
 
     sample = Path(__file__).resolve().parent.parent / "sample-vault" / "memories"
     vocabulary = sorted({w for p in sample.glob("*.md") for w in re.findall(r"[a-z]{3,}", p.read_text("utf-8"))})

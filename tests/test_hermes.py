@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 from .hermes_env import REPO, hermes_python, run_hermes
 from .stub_llm import StubLLM, text, tool_call
 from vaultmem import Vault
-from vaultmem.cli import app
-from vaultmem.context import estimate_tokens
+from vaultmem.surfaces.cli import app
+from vaultmem.recall.context import estimate_tokens
 from vaultmem.hermes import VaultmemProvider
 from vaultmem.surfaces.hermes.install import set_memory_provider
 

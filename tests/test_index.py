@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vaultmem import Vault, text
+from vaultmem import Vault
+from vaultmem.text import terms as text
 
 from .conftest import write_note
 
@@ -173,7 +174,7 @@ def test_a_sidecar_from_an_older_schema_is_rebuilt(vault):
 
 
 def test_a_crash_before_the_new_generation_is_repaired_by_the_next_refresh(vault, monkeypatch):
-    from vaultmem.index import Index
+    from vaultmem.store.index.index import Index
 
     vault.index.compact_min = 5
     for i in range(20):
@@ -209,7 +210,7 @@ def test_a_symlinked_note_is_never_read(vault, tmp_path):
 
 
 def test_a_large_first_index_parses_in_worker_processes(vault, monkeypatch):
-    from vaultmem import index
+    from vaultmem.store.index import index
 
     monkeypatch.setattr(index, "CHUNK", 8)  # 60 notes -> 8 chunks: enough to start the pool
     vault.index.compact_min = 10
@@ -276,7 +277,7 @@ def test_a_merge_amends_the_terms_of_a_record_as_indexing_it_again_would(body, o
                                                                          new_links):
     """A note a batch created and then merged into keeps its title, body and value: its terms are
     the drafted ones with the tags' and links' swapped, and must equal index_terms of the new record."""
-    from vaultmem.records import Record, amended_terms, encode_terms, index_terms
+    from vaultmem.store.index.records import Record, amended_terms, encode_terms, index_terms
 
     def record(tags, links):
         rec = Record("memories/x.md", "memory", "Deploy 客户 window", 0, 0, "", value="CT2024-0876", body=body,
@@ -300,8 +301,8 @@ def test_the_postings_of_encoded_terms_are_those_of_the_counts(docs):
     exactly those of the counts, term numbers given in order of first use."""
     from collections import Counter
 
-    from vaultmem.records import decode_terms, encode_terms
-    from vaultmem.snapshot import PostingsBuilder
+    from vaultmem.store.index.records import decode_terms, encode_terms
+    from vaultmem.store.index.snapshot import PostingsBuilder
 
     counted, encoded = PostingsBuilder(), PostingsBuilder()
     for terms in docs:

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from vaultmem import NoteNotFound, VaultmemError
-from vaultmem.note import parse_note
+from vaultmem.notes.note import parse_note
 
 
 def test_forget_archives_the_note_and_recall_no_longer_shows_it(vault):

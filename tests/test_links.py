@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from vaultmem.errors import UnsafePath, WriteConflict
-from vaultmem.links import Entity, EntityMatcher, add_entity, fold
-from vaultmem.note import parse_note
+from vaultmem.write.links import Entity, EntityMatcher, add_entity, fold
+from vaultmem.notes.note import parse_note
 
 from .conftest import write_note
 

@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from vaultmem.cli import app
-from vaultmem.note import parse_note
+from vaultmem.surfaces.cli import app
+from vaultmem.notes.note import parse_note
 from vaultmem.sync.mergedriver import CALLOUT, merge_notes
 
 REPO = Path(__file__).resolve().parent.parent

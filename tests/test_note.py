@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vaultmem.errors import NoteFormatError, VaultmemError
-from vaultmem.note import (
+from vaultmem.notes.note import (
     DELETE,
     extract_inline_tags,
     extract_links,
@@ -23,7 +23,7 @@ from vaultmem.note import (
     render_new,
     update_fields,
 )
-from vaultmem.note import _loader  # the YAML loader parse_note falls back to: the fast path's reference
+from vaultmem.notes.note import _loader  # the YAML loader parse_note falls back to: the fast path's reference
 
 _Loader = _loader()
 
@@ -664,7 +664,7 @@ def test_plain_scalars_resolve_as_yaml_resolves_them(raw):
     from yaml.nodes import ScalarNode
     from yaml.resolver import Resolver
 
-    from vaultmem.plainyaml import ASK_YAML, plain_value
+    from vaultmem.notes.plainyaml import ASK_YAML, plain_value
 
     tag = Resolver().resolve(ScalarNode, raw, (True, False))
     ours = plain_value(raw)
@@ -682,7 +682,7 @@ def test_plain_scalars_resolve_as_yaml_resolves_them(raw):
 def test_plain_scalar_first_characters_are_yamls():
     from yaml.resolver import Resolver
 
-    from vaultmem.plainyaml import _MAYBE_NOT_STR
+    from vaultmem.notes.plainyaml import _MAYBE_NOT_STR
 
     assert _MAYBE_NOT_STR == {c for c in Resolver.yaml_implicit_resolvers if c}
 
@@ -693,7 +693,7 @@ def test_reading_and_writing_vaultmem_notes_does_not_import_yaml():
 
     script = (
         "import sys\n"
-        "from vaultmem.note import parse_note, render_new, update_fields\n"
+        "from vaultmem.notes.note import parse_note, render_new, update_fields\n"
         "text = render_new({'id': '01J0', 'type': 'deadline', 'value': '2024-08-15', 'score': 4.5,\n"
         "    'timestamp': '2026-11-30T07:52:05+00:00', 'tags': ['todo', 'yes', 'on'], 'trust': 'user'}, 'Body.\\n')\n"
         "note = parse_note(text)\n"

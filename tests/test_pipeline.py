@@ -5,8 +5,9 @@ import sqlite3
 
 import pytest
 
-from vaultmem import PolicyViolation, Vault, dedup
-from vaultmem.note import parse_note
+from vaultmem import PolicyViolation, Vault
+from vaultmem.text import dedup
+from vaultmem.notes.note import parse_note
 
 EARLIER, LATER = "2026-11-01T09:00:00+00:00", "2026-11-03T09:00:00+00:00"  # more than a day apart
 
@@ -104,8 +105,8 @@ def test_a_near_duplicate_merges_but_a_different_number_does_not(vault):
 
 
 def test_restates_is_a_likeness_only_for_restatements():
-    from vaultmem.dedup import restates
-    from vaultmem.text import plain_text
+    from vaultmem.text.dedup import restates
+    from vaultmem.text.terms import plain_text
 
     def alike(new, old):
         return restates(plain_text(new), plain_text(old))
@@ -204,8 +205,8 @@ def test_a_person_editing_the_note_being_merged_loses_nothing(vault, monkeypatch
 
 
 def test_sketch_keys_pair_restatements_and_part_templated_memories():
-    from vaultmem.dedup import sketch_keys
-    from vaultmem.text import plain_text
+    from vaultmem.text.dedup import sketch_keys
+    from vaultmem.text.terms import plain_text
 
     def keys(body):
         return sketch_keys(plain_text(body))
@@ -255,7 +256,7 @@ def test_two_processes_remembering_the_same_batch_write_each_memory_once(vault):
 
 
 def test_a_long_lived_vault_reuses_its_matcher_until_an_entity_changes(vault, monkeypatch):
-    from vaultmem.links import EntityMatcher
+    from vaultmem.write.links import EntityMatcher
 
     built = []
     real = EntityMatcher.from_index.__func__

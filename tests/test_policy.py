@@ -1,4 +1,4 @@
-"""Tests for vaultmem.policy: secrets replaced before a write, blocked tags, trust by source."""
+"""Tests for vaultmem.write.policy: secrets replaced before a write, blocked tags, trust by source."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from vaultmem.config import defaults, load_config
 from vaultmem.errors import ConfigError, PolicyViolation
-from vaultmem.policy import DETECTORS, Finding, Policy
+from vaultmem.write.policy import DETECTORS, Finding, Policy
 
 from .conftest import SAMPLE
 
@@ -301,6 +301,6 @@ def test_a_policy_crosses_into_a_worker_process_intact():
 def test_ascii_texts_take_the_ascii_anchors_with_the_same_outcome(text):
     """English text is checked with the ASCII half of the anchors (quicker to compile for a one-off
     remember); on ASCII text it must fire exactly when the full set fires."""
-    from vaultmem.policy import _RARE_ANCHORS, _RARE_ANCHORS_ASCII
+    from vaultmem.write.policy import _RARE_ANCHORS, _RARE_ANCHORS_ASCII
 
     assert (_RARE_ANCHORS.search(text) is None) == (_RARE_ANCHORS_ASCII.search(text) is None)

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-import vaultmem.files as files
+import vaultmem.store.files as files
 
 _WINDOWS_LIKE = r"""
 import os, sys, types
@@ -36,7 +36,7 @@ msvcrt.locking = locking
 sys.modules["msvcrt"] = msvcrt
 
 from vaultmem import Vault
-import vaultmem.writelock as writelock
+import vaultmem.store.writelock as writelock
 assert writelock.fcntl is None, "the POSIX lock was used"
 vault = Vault.init(sys.argv[1])
 first = vault.remember("The staging database listens on port 5433", tags=["ops"])

@@ -265,7 +265,7 @@ def test_empty_query_returns_strongest_first(vault, now):
 def test_recall_never_returns_a_memory_whose_file_is_gone(vault):
     """An agent opens the paths recall gives: a note deleted by hand since the last refresh, or
     one a killed batch indexed before it wrote it, must not come back before a refresh drops it."""
-    from vaultmem.records import build_record
+    from vaultmem.store.index.records import build_record
 
     kept = vault.remember("Deploy window is Friday 22:00 for the payments service")
     gone = vault.remember("Deploy window is Thursday 18:00 for the search service")

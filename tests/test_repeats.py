@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tests.conftest import snapshot_files
 from tests.test_clone import commit_all, git
-from vaultmem.note import parse_note
+from vaultmem.notes.note import parse_note
 
 INVOICE = "Invoice INV-2024-0042 is due on 2026-12-20"
 PAID = "Invoice INV-2024-0042 is due on 2026-12-20, paid by bank transfer"

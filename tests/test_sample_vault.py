@@ -1,6 +1,6 @@
 """The bundled sample vault is what a new user meets first: it must be whole and answer well."""
 
-from vaultmem.note import parse_note
+from vaultmem.notes.note import parse_note
 
 from .conftest import SAMPLE
 

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from vaultmem import scoring
+from vaultmem.text import scoring
 
 TABLE = {"task": 24, "note": 30, "event": 168, "preference": 720, "fact": 2400, "permanent": None, "default": 30}
 

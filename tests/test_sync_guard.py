@@ -8,7 +8,7 @@ import json
 import subprocess
 import sys
 
-from vaultmem.catalog import conflict_marker_line, is_sync_conflict_copy
+from vaultmem.recall.catalog import conflict_marker_line, is_sync_conflict_copy
 
 CONFLICTED = """---
 id: 01J0000000000000000000000A

@@ -1,4 +1,4 @@
-"""Tests for vaultmem.text: normalisation, terms, stemming and fingerprints."""
+"""Tests for vaultmem.text.terms: normalisation, terms, stemming and fingerprints."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vaultmem.text import (
+from vaultmem.text.terms import (
     STOPWORDS,
     TOKENIZER_VERSION,
     char_ngrams,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from vaultmem.drafts import make_title
-from vaultmem.note import parse_note
+from vaultmem.write.drafts import make_title
+from vaultmem.notes.note import parse_note
 
 
 def test_a_time_keeps_its_colon_as_a_look_alike_and_every_link_to_it_resolves(vault):

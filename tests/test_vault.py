@@ -8,8 +8,8 @@ import yaml
 
 from vaultmem import UnsafePath, Vault, VaultNotFound, WriteConflict
 from vaultmem.config import defaults
-from vaultmem.files import atomic_write
-from vaultmem.vault import MAX_NAME_BYTES, new_ulid, safe_filename
+from vaultmem.store.files import atomic_write
+from vaultmem.notes.names import MAX_NAME_BYTES, new_ulid, safe_filename
 
 from .conftest import write_note
 
@@ -95,7 +95,7 @@ def test_atomic_write_leaves_no_temp_files_and_exclusive_never_clobbers(tmp_path
 
 @pytest.mark.parametrize("no_replace_rename", [True, False], ids=["renameat2", "hard-link fallback"])
 def test_a_batch_write_never_clobbers_with_or_without_a_no_replace_rename(tmp_path, monkeypatch, no_replace_rename):
-    from vaultmem import files
+    from vaultmem.store import files
 
     if not no_replace_rename:
         monkeypatch.setattr(files, "_renameat2", None)  # as on macOS, or a file system that refuses it

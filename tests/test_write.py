@@ -5,8 +5,8 @@ import json
 import pytest
 
 from vaultmem import VaultmemError
-from vaultmem.note import parse_note
-from vaultmem.write import read_jsonl
+from vaultmem.notes.note import parse_note
+from vaultmem.write.pipeline import read_jsonl
 
 
 def test_remember_writes_a_spec_note(vault):
@@ -79,8 +79,8 @@ def test_batch_imports_with_progress_and_dedups(vault):
 
 
 def test_a_batch_killed_half_way_finishes_without_duplicates_when_run_again(vault, monkeypatch):
-    from vaultmem import write
-    from vaultmem.write import Writer
+    from vaultmem.write import pipeline as write
+    from vaultmem.write.pipeline import Writer
 
     monkeypatch.setattr(write, "PENDING_MAX", 4)  # new notes are written four at a time
 

@@ -18,18 +18,19 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from .answer import Answer
-    from .catalog import DoctorReport, Memory
-    from .context import Context, ContextItem
-    from .recall import Hit, Query
+    from .recall.answer import Answer
+    from .recall.catalog import DoctorReport, Memory
+    from .recall.context import Context, ContextItem
+    from .recall.ranking import Hit, Query
     from .vault import Vault
-    from .write import WriteResult
+    from .write.pipeline import WriteResult
 
 __version__ = "0.1.0"
 
 # Loaded on first use (PEP 562): `import vaultmem` stays cheap, and a write never imports numpy.
-_LAZY = {"Answer": "answer", "Context": "context", "ContextItem": "context", "DoctorReport": "catalog",
-         "Memory": "catalog", "Hit": "recall", "Query": "recall", "Vault": "vault", "WriteResult": "write"}
+_LAZY = {"Answer": "recall.answer", "Context": "recall.context", "ContextItem": "recall.context",
+         "DoctorReport": "recall.catalog", "Memory": "recall.catalog", "Hit": "recall.ranking", "Query": "recall.ranking",
+         "Vault": "vault", "WriteResult": "write.pipeline"}
 
 __all__ = [
     "AmbiguousNote", "Answer", "ConfigError", "Context", "ContextItem", "DoctorReport", "Hit", "Memory",

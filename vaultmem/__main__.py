@@ -8,7 +8,7 @@ def main() -> None:
     """Run the CLI; a plain `recall` or `remember` takes the fast path that does not import typer."""
     vault, argv = _global_vault(sys.argv[1:])
     if argv[:1] in (["recall"], ["remember"]) and not {"--help", "-h", "--batch"} & set(argv):
-        from . import console
+        from .surfaces import console
 
         fast = console.fast_recall if argv[0] == "recall" else console.fast_remember
         code = fast(argv[1:], vault)
@@ -18,7 +18,7 @@ def main() -> None:
         from .sync.mergedriver import main as merge_driver
 
         _leave(merge_driver(argv[1:]))
-    from .cli import app
+    from .surfaces.cli import app
 
     try:
         app(prog_name="vaultmem")
@@ -41,7 +41,7 @@ def _flush_quietly() -> None:
     try:
         sys.stdout.flush()
     except BrokenPipeError:
-        from .console import reader_left
+        from .surfaces.console import reader_left
 
         reader_left()
     except (OSError, ValueError, AttributeError):  # closed at start, or a full disk: the exit code stands

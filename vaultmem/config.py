@@ -152,7 +152,7 @@ _RULES: dict[str, tuple[str, Any]] = {
 def _load_yaml(text: str) -> Any:
     import yaml
 
-    from .plainyaml import bounded, shallow
+    from .notes.plainyaml import bounded, shallow
 
     fast = getattr(yaml, "CSafeLoader", None) if shallow(text) else None  # the C loader is ~30x faster
     return yaml.load(text, Loader=bounded(fast or yaml.SafeLoader))
@@ -272,7 +272,7 @@ def _read_settings(path: Path) -> dict[str, Any]:
     """The mapping config.yaml holds, read with a bound on its size and on its YAML."""
     import yaml
 
-    from .plainyaml import error_at
+    from .notes.plainyaml import error_at
 
     with open(path, "rb") as handle:
         data = handle.read(MAX_CONFIG_BYTES + 1)  # a bound on what is read, not on what stat says
@@ -316,7 +316,7 @@ def _read_cache(cache: Path | None, key: list) -> dict[str, Any] | None:
 def _write_cache(cache: Path | None, key: list, config: dict[str, Any]) -> None:
     if cache is None:
         return
-    from .files import atomic_write
+    from .store.files import atomic_write
 
     entry = {"key": key, "digest": _digest(key, config), "config": config}
     try:

@@ -1,3 +1,8 @@
-"""Sync between machines through git: the memory-aware merge driver today; `vaultmem sync`, the watcher for
-hand edits and export/import belong here too. This layer may import the note format and the errors, never a
-surface (the CLI, MCP, Hermes)."""
+"""sync/: a vault and the world outside it: git sync (gitsync: `vaultmem sync`), the memory-aware
+merge driver (mergedriver: `vaultmem merge-driver`), export and import (exchange), and later the
+watcher for hand edits.
+
+exchange takes a store.Store and may import write/ (remember_many), store/, notes/ and text/;
+mergedriver works on note bytes alone (notes/, errors); gitsync runs the `git` executable and writes
+the vault's git set-up files. Nothing here imports recall/, lifecycle/, the facade or a surface.
+"""

@@ -45,8 +45,8 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Callable
 
-from vaultmem.errors import InvalidValue, NoteFormatError, VaultmemError
-from vaultmem.note import DELETE, Note, parse_note, update_fields
+from ..errors import InvalidValue, NoteFormatError, VaultmemError
+from ..notes.note import DELETE, Note, parse_note, update_fields
 
 __all__ = ["CALLOUT", "STATUS_PRECEDENCE", "main", "merge_notes", "run_merge_driver"]
 

@@ -371,7 +371,7 @@ def fenced(block: str) -> str:
 def _mirrored(vault: Any, tag: str, namespace: str, old_text: str) -> list[Any]:
     """The active notes of this namespace mirroring the built-in memory entries that contain old_text
     (Hermes matches an entry by a substring of it)."""
-    from ...text import shown_text
+    from ...text.terms import shown_text
 
     wanted = shown_text(old_text)
     return [m for m in vault.list(tags=[tag])

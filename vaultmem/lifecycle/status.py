@@ -1,0 +1,74 @@
+"""The life of a memory after it is written: promotion from the inbox and forgetting into the archive
+(feedback and consolidation will live here too)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import VaultmemError, WriteConflict
+from ..notes.names import numbered_name
+from ..write.pipeline import WriteResult
+
+if TYPE_CHECKING:
+    from ..store.store import Store
+
+
+def confirm(vault: Store, ref: str) -> WriteResult:
+    """Promote a candidate from the inbox: status active, moved to the memories folder. A candidate
+    a clone or a pull brought (not indexed yet) is found as well (Index.catch_up)."""
+    with vault.index.writing():
+        vault.index.catch_up()
+        row = vault.resolve(ref)
+        if row["kind"] != "memory" or row["status"] != "candidate":
+            raise VaultmemError(f"{row['path']} is not a candidate (status {row['status'] or 'active'})")
+        return _move(vault, row, "memories", "active", "confirmed", {"event": "confirm"})
+
+
+def forget(vault: Store, ref: str, reason: str = "") -> WriteResult:
+    """Archive a memory (SPEC §7): status archived, moved to the archive folder, never deleted; the
+    audit log keeps the reason. A memory already archived is left as it is ('unchanged')."""
+    with vault.index.writing():
+        vault.index.catch_up()
+        row = vault.resolve(ref)
+        if row["kind"] != "memory":
+            raise VaultmemError(f"{row['path']} is not a memory (it is a {row['kind']} note)")
+        if row["status"] == "archived":
+            return _result("unchanged", row, row["path"], "archived")
+        return _move(vault, row, "archive", "archived", "archived", {"event": "forget", "reason": reason})
+
+
+def _move(vault: Store, row: dict[str, Any], role: str, status: str, action: str,
+          event: dict[str, Any]) -> WriteResult:
+    """Write the note with its new status into the folder of `role` and remove the old file; nothing
+    is lost if the old file changed meanwhile (the copy is removed and WriteConflict raised)."""
+    from ..notes.note import parse_note, update_fields
+    from ..store.index.records import content_hash
+
+    src = vault.root / row["path"]
+    data = src.read_bytes()
+    new_text = update_fields(parse_note(data, row["path"]), {"status": status})
+    folder = vault.folders[role]
+    folder.mkdir(parents=True, exist_ok=True)
+    for attempt in range(10_000):
+        dst = folder / numbered_name(src.stem, attempt)
+        try:
+            vault.write_text(dst, new_text, expected_sha=None)
+        except WriteConflict:
+            continue
+        break
+    else:
+        raise VaultmemError(f"no free file name for {src.stem!r} in {folder}")
+    if content_hash(src.read_bytes()) != content_hash(data):
+        dst.unlink()
+        raise WriteConflict(src)
+    src.unlink()
+    # the two files it changed, not a rescan of the vault (which costs ~0.1 s at 10k notes)
+    vault.index.upsert([vault.record_for(dst)], gone=[row["path"]])
+    vault.index.wrote()
+    vault.audit([{**event, "id": row["id"], "path": vault.relpath(dst)}])
+    return _result(action, row, vault.relpath(dst), status)
+
+
+def _result(action: str, row: dict[str, Any], path: str, status: str) -> WriteResult:
+    return WriteResult(action, row["id"], path, path.rpartition("/")[2][:-3], None, row["type"], row["value"],
+                       row["score"], status, list(row["tags"]))

@@ -1,0 +1,255 @@
+"""Looking at the vault as a whole: list, stats and doctor (read-only; notes are never modified)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..text import terms as text
+from ..store.index.records import given_epoch, link_key
+
+if TYPE_CHECKING:
+    from ..store.store import Store
+
+
+@dataclass
+class Memory:
+    """A note as the index knows it (what `show` and `list` return)."""
+
+    id: str
+    path: str
+    title: str
+    kind: str
+    content: str
+    tags: list[str]
+    source: str
+    lifecycle: str
+    timestamp: str
+    score: float
+    type: str
+    value: str
+    status: str
+    namespace: str
+    links: list[str]
+    aliases: list[str]
+    meta: dict[str, Any]
+    error: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return asdict(self)
+
+
+def memory_from_row(row: dict[str, Any], meta: dict[str, Any] | None = None) -> Memory:
+    """Build a Memory from an index row (meta: the parsed frontmatter, when the file was read)."""
+    return Memory(id=row["id"], path=row["path"], title=row["title"], kind=row["kind"], content=row["body"],
+                  tags=row["tags"], source=row["source"], lifecycle=row["lifecycle"], timestamp=row["stamp"],
+                  score=row["score"], type=row["type"], value=row["value"], status=row["status"],
+                  namespace=row["namespace"], links=row["links"], aliases=row["aliases"], meta=meta or {},
+                  error=row["error"] or "")
+
+
+def read_meta(vault: Store, row: dict[str, Any]) -> dict[str, Any]:
+    """The whole frontmatter of an indexed note, read from its file ({} when it cannot be parsed)."""
+    from ..errors import NoteFormatError
+    from ..notes.note import parse_note
+
+    try:
+        return parse_note((vault.root / row["path"]).read_bytes(), row["path"]).meta
+    except (OSError, NoteFormatError):
+        return {}
+
+
+def list_memories(vault: Store, since: str | None = None, tags: list[str] | None = None,
+                  kind: str = "memory", limit: int | None = None) -> list[Memory]:
+    """Memories newest first, optionally written since a date and carrying every given tag.
+
+    Raises VaultmemError for a `since` that is no YYYY-MM-DD or ISO 8601 time.
+    """
+    where, params = "kind = ?", [kind]
+    if since:
+        where += " AND ts >= ?"
+        params.append(given_epoch(since))
+    rows = vault.index.select_notes(where, tuple(params), order="ts DESC, path")
+    wanted = {text.normalize_tag(t) for t in tags or []}
+    if wanted:
+        rows = [r for r in rows if wanted <= {text.normalize_tag(t) for t in r["tags"]}]
+    return [memory_from_row(r) for r in rows[:limit]]
+
+
+def tag_counts(vault: Store) -> dict[str, int]:
+    """Every tag of the vault's memories (normalised) with how many memories carry it."""
+    counts: Counter = Counter()
+    for row in vault.index.select_notes("kind = 'memory'"):
+        counts.update({text.normalize_tag(t) for t in row["tags"]})
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def stats(vault: Store) -> dict[str, Any]:
+    """Counts by kind, status, namespace and lifecycle, plus the sidecar's state."""
+    rows = vault.index.select_notes()
+    memories = [r for r in rows if r["kind"] == "memory"]
+    return {
+        "vault": str(vault.root),
+        "device": vault.device,
+        "notes": len(rows),
+        "by_kind": dict(Counter(r["kind"] for r in rows)),
+        "memories_by_status": dict(Counter(r["status"] for r in memories)),
+        "memories_by_namespace": dict(Counter(r["namespace"] for r in memories)),
+        "memories_by_lifecycle": dict(Counter(r["lifecycle"] for r in memories)),
+        "unparsable": sum(1 for r in rows if r["error"]),
+        "index": vault.index.info(),
+    }
+
+
+@dataclass
+class DoctorReport:
+    """Everything `doctor` found; `ok` when there is nothing to act on."""
+
+    unparsable: list[dict[str, str]] = field(default_factory=list)
+    bad_log_lines: list[dict[str, Any]] = field(default_factory=list)  # {path, line, problem}: skipped events
+    duplicate_ids: dict[str, list[str]] = field(default_factory=dict)
+    # {paths, reason}: memories the write pipeline keeps as one note (dedup.duplicate_groups)
+    duplicate_memories: list[dict[str, Any]] = field(default_factory=list)
+    missing_ids: list[str] = field(default_factory=list)
+    broken_links: list[dict[str, str]] = field(default_factory=list)
+    # {path, line}: a text merge that bypassed vaultmem's merge driver left git's markers in a note
+    conflict_markers: list[dict[str, Any]] = field(default_factory=list)
+    # a sync tool's copy of a note it could not reconcile (Syncthing, Dropbox, Obsidian Sync, iCloud)
+    sync_conflicts: list[str] = field(default_factory=list)
+    # {path, kinds}: secrets a person (or an old version) left in a note; found by --strict only
+    secrets: list[dict[str, Any]] = field(default_factory=list)
+    drift: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when no problem was found."""
+        return not (self.unparsable or self.bad_log_lines or self.duplicate_ids or self.duplicate_memories
+                    or self.broken_links or self.conflict_markers or self.sync_conflicts or self.secrets
+                    or self.warnings)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {**asdict(self), "ok": self.ok}
+
+
+def doctor(vault: Store, strict: bool = False) -> DoctorReport:
+    """Notes that cannot be parsed, duplicate ids and memories, missing ids, broken links, conflict
+    markers, sync-conflict copies and index drift; `strict` (for CI and pre-commit hooks) also reads
+    every note for secrets with the vault's policy."""
+    report = DoctorReport(drift=_drift(vault))
+    vault.refresh()
+    report.warnings += [f"the index was damaged ({damage}); it has been rebuilt from the notes"
+                        for damage in vault.index.check()]
+    rows = vault.index.select_notes()
+    report.unparsable = [{"path": r["path"], "error": r["error"]} for r in rows if r["error"]]
+    by_id: dict[str, list[str]] = {}
+    for r in rows:
+        by_id.setdefault(r["id"], []).append(r["path"])
+    report.duplicate_ids = {i: paths for i, paths in by_id.items() if len(paths) > 1}
+    report.duplicate_memories = _duplicate_memories(vault, rows)
+    # a daily episode note is named by its date; memories and entities need an id to be linked safely
+    report.missing_ids = [r["path"] for r in rows
+                          if r["id"].startswith("path-") and not r["error"] and r["kind"] != "episode"]
+    report.broken_links = _broken_links(vault, rows)
+    report.conflict_markers = [{"path": r["path"], "line": line} for r in rows
+                               if (line := conflict_marker_line(r["body"])) is not None]
+    report.sync_conflicts = sorted(r["path"] for r in rows if is_sync_conflict_copy(r["path"]))
+    report.bad_log_lines = _bad_log_lines(vault)
+    if strict:
+        report.secrets = _secrets(vault, rows)
+    import yaml
+
+    if not getattr(yaml, "__with_libyaml__", False):
+        report.warnings.append("PyYAML has no libyaml: indexing is about 8x slower (install PyYAML with libyaml)")
+    return report
+
+
+_MARKERS = (re.compile(r"^<{7}(?: |$)", re.M), re.compile(r"^={7}$", re.M), re.compile(r"^>{7}(?: |$)", re.M))
+_SYNC_COPY = re.compile(r"\.sync-conflict-\d{8}-\d{6}|\([^)]*\bconflicted copy\b[^)]*\)|\(conflict \d{4}-",
+                        re.IGNORECASE)
+
+
+def conflict_marker_line(body: str) -> int | None:
+    """The 1-based line of the first git conflict block (<<<<<<<, =======, >>>>>>> in that order), or None."""
+    if "<<<<<<<" not in body:
+        return None
+    at = 0
+    found = []
+    for marker in _MARKERS:
+        match = marker.search(body, at)
+        if match is None:
+            return None
+        found.append(match.start())
+        at = match.end()
+    return body.count("\n", 0, found[0]) + 1
+
+
+def is_sync_conflict_copy(path: str) -> bool:
+    """Whether a file name is a sync tool's conflict copy: Syncthing's `x.sync-conflict-YYYYMMDD-HHMMSS-ID.md`,
+    Dropbox's `x (… conflicted copy …).md`, Obsidian Sync's `x (Conflicted copy …).md`, `x (conflict 2024-…)`."""
+    return _SYNC_COPY.search(path.rsplit("/", 1)[-1]) is not None
+
+
+def _secrets(vault: Store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The notes whose title, body or properties hold what the policy calls a secret, with its kinds
+    (never the secret itself)."""
+    from ..write.policy import Policy
+
+    policy = Policy.from_config(vault.config)
+    found = []
+    for r in rows:
+        fields = [r["title"], r["body"], r["value"], r["source"], " ".join(r["tags"]), " ".join(r["aliases"])]
+        kinds = sorted({f.kind for value in fields if value for f in policy.clean(str(value))[1]})
+        if kinds:
+            found.append({"path": r["path"], "kinds": kinds})
+    return found
+
+
+def _duplicate_memories(vault: Store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Live memories that restate each other, oldest first (superseded and archived ones are history)."""
+    from ..text.dedup import duplicate_groups
+
+    settings = vault.config["write"]
+    live = sorted((r for r in rows if r["kind"] == "memory" and r["status"] in ("active", "candidate")
+                   and not r["error"]), key=lambda r: (r["ts"], r["path"]))
+    # the index holds each note's keys as the pipeline made them (one schema: one key scheme)
+    return duplicate_groups(((r["path"], r["namespace"], r["fp"], r["type"], r["value"], text.plain_text(r["body"]),
+                              r["sketch"] or None) for r in live),
+                            settings["merge_types"], float(settings["near_duplicate"]))
+
+
+def _drift(vault: Store) -> dict[str, int]:
+    """How far the index is behind the files (before doctor refreshes it)."""
+    files = vault.index.scan()
+    known = {r["path"]: (r["mtime_ns"], r["size"]) for r in vault.index.select_notes()}
+    changed = sum(1 for rel, (_, m, s) in files.items() if rel in known and known[rel] != (m, s))
+    return {"new": sum(1 for rel in files if rel not in known), "changed": changed,
+            "deleted": sum(1 for rel in known if rel not in files)}
+
+
+def _bad_log_lines(vault: Store) -> list[dict[str, Any]]:
+    """The lines of the devices' event logs that folding them skips (a bad merge, a hand edit)."""
+    from ..store.events import bad_lines, log_files
+
+    found = []
+    for path in log_files(vault.state / "devices", "events"):
+        try:
+            problems = bad_lines(path)
+        except OSError as exc:
+            problems = [(0, f"cannot be read ({exc.strerror})")]
+        found += [{"path": vault.relpath(path), "line": line, "problem": problem} for line, problem in problems]
+    return found
+
+
+def _broken_links(vault: Store, rows: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """Links whose target is no note anywhere in the vault (Obsidian resolves by file name)."""
+    names = set()
+    for _, dirs, files in os.walk(vault.root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        names.update(link_key(f) for f in files)
+    return [{"path": r["path"], "link": link} for r in rows for link in r["links"] if link_key(link) not in names]

@@ -1,0 +1,623 @@
+"""The index sidecar in `.vaultmem/cache/`: rebuildable, incremental, safe for several processes.
+
+Layout (see README "Index sidecar"):
+- `index.sqlite` (WAL): one row per note (fields, body, stat cache, content hash), the delta of
+  notes written since the last generation, tombstones, folded access counts, log offsets.
+- `gen-N/`: one immutable generation of flat numpy arrays (sorted term blob, posting lists, ranking
+  columns) that memory-map in about a millisecond. A new generation is written beside the old one
+  and switched to in one SQLite transaction, so a reader never sees a torn index.
+Small changes go to the delta (kept in SQLite, loaded in memory); past a threshold the delta is
+merged into a new generation. A refresh re-parses only files whose (mtime, size) changed and
+confirms by content hash.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import folderstate
+from ...text import terms as text
+from ...errors import IndexDamaged, VaultmemError
+from ..events import log_files, read_new_lines
+from ..files import remove_stale_temps, remove_tree
+from .records import Record, encode_terms, index_terms
+from .scan import RefreshStats, ScanRoot, map_chunks, walk
+from .sidecar import SCHEMA_VERSION, Sidecar, heals
+from .sqlrows import (INSERT_KEY, INSERT_NOTE, NOTE_FIELDS, UPSERT_ACCESS, drop_lookups, dup_keys, record_from_row,
+                      row_dict, to_row, transaction)
+from ..writelock import DEFAULT_TIMEOUT
+
+if TYPE_CHECKING:  # numpy and the snapshot load only when postings are built or read: a write does neither
+    from .snapshot import PostingsBuilder, Snapshot
+
+CHUNK = 512  # files per parse job
+BULK_ROWS = 5000  # rows from which an upsert that outnumbers the indexed notes rebuilds the lookups
+RACY_NS = 2_000_000_000  # coarse file-system clocks: an mtime this close to a check proves nothing
+
+
+Progress = Callable[[int, int], None]
+
+
+_ACCESS = "SELECT n.doc, a.uses, a.last FROM access a JOIN notes n ON n.id = a.id"
+_ACCESS_SINCE = ("SELECT n.doc, a.uses, a.last FROM notes n JOIN access a ON a.id = n.id "
+                 "WHERE n.doc >= ?")
+
+
+class Index(Sidecar):
+    """The sidecar of one vault; one instance may be shared by the threads of a process."""
+
+    def __init__(self, cache_dir: Path, vault_root: Path, roots: list[ScanRoot], devices_dir: Path,
+                 defaults: dict[str, Any], compact_min: int = 256, compact_ratio: float = 0.02,
+                 lock_timeout: float = DEFAULT_TIMEOUT):
+        self.vault_root = vault_root
+        self.roots = roots
+        self.devices_dir = devices_dir
+        self.defaults = defaults
+        self.compact_min = compact_min
+        self.compact_ratio = compact_ratio
+        self._lock = threading.RLock()  # the loaded snapshot's
+        self._snapshot: Snapshot | None = None
+        self._sketches: tuple | None = None  # (generation, sorted keys, their documents), memory-mapped
+        self._snapshot_version = ""
+        self._wrote_in: set[str] = set()  # vault folders of the notes indexed since the last wrote()
+        super().__init__(cache_dir, lock_timeout)  # last: a damaged sidecar is rebuilt with the fields above
+
+    def _forget_loaded(self) -> None:
+        with self._lock:
+            self._snapshot, self._sketches, self._snapshot_version = None, None, ""
+
+    def _rebuild(self) -> None:
+        self.refresh(force=True)
+
+    # -- refresh -------------------------------------------------------------------------------
+    def scan(self, temps: list[str] | None = None, folders: dict[str, int] | None = None
+             ) -> dict[str, tuple[ScanRoot, int, int]]:
+        """Every note file under the scan roots: relative path -> (root, mtime_ns, size); the temp
+        files of atomic writes found are added to `temps`, each folder's mtime_ns to `folders`."""
+        found: dict[str, tuple[ScanRoot, int, int]] = {}
+        prefix = len(str(self.vault_root)) + 1
+        for root in self.roots:
+            for path, mtime, size in walk(str(root.path), temps, folders):
+                found[path[prefix:] if os.sep == "/" else path[prefix:].replace(os.sep, "/")] = (root, mtime, size)
+        return found
+
+    @heals
+    def refresh(self, progress: Progress | None = None, force: bool = False, wait: bool = True) -> RefreshStats:
+        """Bring the index in line with the files: parse what changed, drop what is gone.
+
+        With force, every note is parsed again and the index rebuilt from scratch. With wait False
+        (a read), nothing is done while another writer holds the lock (stats.skipped): the read
+        answers from what is indexed instead of waiting for, say, a whole batch.
+        """
+        with self._write_lock(wait) as held:
+            if not held:
+                return RefreshStats(skipped=True)
+            if self._writer.depth == 1:
+                self._follow_rebuild()
+            conn = self._conn()
+            stats = RefreshStats()
+            self._wrote_in.clear()  # the scan below stores every folder's time
+            started = time.time_ns()
+            racy = int(self._meta(conn, "checked_ns", "0")) - RACY_NS
+            temps: list[str] = []
+            folders: dict[str, int] = {}
+            files = self.scan(temps, folders)
+            remove_stale_temps(temps)  # a killed writer's: under the lock, no live writer owns one
+            stats.scanned = len(files)
+            known = {path: (mtime, size) for path, mtime, size in conn.execute("SELECT path, mtime_ns, size FROM notes")}
+            if force or (not known and len(files) > self.compact_min):
+                self._build_first(conn, files, stats, started, progress)
+                self.fold_events()
+                folderstate.store_scanned(self, folders)
+                return stats
+            todo = [rel for rel, (_, mtime, size) in files.items() if known.get(rel) != (mtime, size) or mtime >= racy]
+            gone = list(known.keys() - files.keys())
+            shas = self._shas(conn, [rel for rel in todo if rel in known])
+            records, restamped = self._read_changed(todo, files, shas, progress)
+            stats.read = len(todo)
+            stats.parsed = len(records)
+            stats.added = sum(1 for rec in records if rec.path not in known)
+            stats.updated = len(records) - stats.added
+            stats.removed = len(gone)
+            big = len(records) > self._threshold(conn)
+            self._apply(conn, records, gone, restamped, to_delta=not big, checked_ns=started, replacing=known)
+            stats.compacted = self._maybe_compact(conn, progress, {r.path: r.terms for r in records} if big else None)
+            self.fold_events()
+            folderstate.store_scanned(self, folders)
+            return stats
+
+    def catch_up(self, wait: bool = True) -> RefreshStats | None:
+        """Refresh if a note may have been created, renamed or deleted since the index last looked (a
+        clone, a pull, a killed write: see folderstate.py); None when nothing changed.
+
+        A writer (wait True) checks under the writers' lock, which it goes on holding while it writes.
+        A reader (wait False) checks first without it, and while another writer is at work answers
+        from what is indexed (stats.skipped) rather than wait for, say, a whole batch.
+        """
+        if not wait and folderstate.unchanged(self):
+            return None
+        with self._write_lock(wait) as held:
+            if not held:
+                return RefreshStats(skipped=True)
+            self._wrote_in.clear()
+            return None if folderstate.unchanged(self) else self.refresh()
+
+    def wrote(self, verify: bool = False) -> None:
+        """After vaultmem's own writes (under the same lock as the catch_up before them): keep the new
+        times of the folders this process wrote notes into; another folder that changed stays stale.
+        verify (a batch, whose writes take long) also lists each folder against the index."""
+        with self._write_lock():
+            folderstate.store_after_write(self, self._wrote_in, verify)
+            self._wrote_in.clear()
+
+    def names_in(self, folder: str) -> set[str]:
+        """File names of the indexed notes directly in a vault-relative folder."""
+        prefix = f"{folder}/" if folder else ""
+        rows = self._conn().execute("SELECT path FROM notes WHERE path >= ? AND path < ?", (prefix, prefix + "\U0010ffff"))
+        return {path[len(prefix):] for (path,) in rows if "/" not in path[len(prefix):]}
+
+    def get_meta(self, key: str) -> str:
+        """A value of the index's meta table ('' when unset)."""
+        return self._meta(self._conn(), key)
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a value in the index's meta table."""
+        with self._write_lock(), transaction(self._conn()):
+            self._set_meta(self._conn(), **{key: value})
+
+    @staticmethod
+    def _indexed(conn: sqlite3.Connection, paths: list[str]) -> set[str]:
+        """Which of these paths have a row (one query per 900, not one per path)."""
+        out: set[str] = set()
+        for start in range(0, len(paths), 900):
+            part = paths[start:start + 900]
+            out.update(p for (p,) in conn.execute(f"SELECT path FROM notes WHERE path IN ({','.join('?' * len(part))})",
+                                                   part))
+        return out
+
+    @staticmethod
+    def _shas(conn: sqlite3.Connection, paths: list[str]) -> dict[str, str]:
+        """Stored content hashes of these notes."""
+        out: dict[str, str] = {}
+        for start in range(0, len(paths), 900):
+            part = paths[start:start + 900]
+            marks = ",".join("?" * len(part))
+            out.update(conn.execute(f"SELECT path, sha FROM notes WHERE path IN ({marks})", part))
+        return out
+
+    def _build_first(self, conn: sqlite3.Connection, files: dict, stats: RefreshStats, started: int,
+                     progress: Progress | None) -> None:
+        """Index every note from scratch: parse in workers, in path order, while the rows are stored
+        and the postings collected as each chunk arrives, so parsing, storing and postings overlap.
+
+        The old rows go in the same transaction, with the generation pointer: a reader that comes
+        meanwhile finds no generation and waits for this build instead of mixing old and new.
+        """
+        from .snapshot import COLUMNS, PostingsBuilder
+
+        items = [(rel, root.kind, root.folder, mtime, size, "") for rel, (root, mtime, size) in sorted(files.items())]
+        chunks = [items[i:i + CHUNK] for i in range(0, len(items), CHUNK)]
+        postings = PostingsBuilder()
+        columns: dict[str, list] = {name: [] for name in COLUMNS}
+        with transaction(conn):
+            for table in ("notes", "delta", "tomb", "dupkey"):
+                conn.execute(f"DELETE FROM {table}")
+            conn.execute("DELETE FROM meta WHERE key IN ('generation', 'n_base')")
+            sketches: list[list[int]] = []
+            for recs, _ in map_chunks(str(self.vault_root), chunks, self.defaults):
+                first = postings.n_docs
+                for rec in recs:
+                    postings.add(rec.terms)
+                    sketches.append(rec.sketch)
+                    for name in COLUMNS:
+                        columns[name].append(getattr(rec, name))
+                conn.executemany(INSERT_NOTE, [(first + i, *to_row(rec)) for i, rec in enumerate(recs)])
+                if progress:
+                    progress(postings.n_docs, len(items))
+            # until the generation below exists, the next refresh must rebuild it from these rows
+            self._set_meta(conn, next_doc=postings.n_docs, checked_ns=started, needs_compaction=1)
+        self._switch(conn, postings, columns, list(range(postings.n_docs)), sketches)
+        stats.read = len(items)
+        stats.parsed = stats.added = postings.n_docs
+        stats.compacted = True
+
+    def _read_changed(self, todo: list[str], files: dict, shas: dict[str, str],
+                      progress: Progress | None) -> tuple[list[Record], list[tuple[int, int, str]]]:
+        """Records of the files whose bytes changed; the others only get their stat cache moved.
+
+        Large refreshes parse in worker processes, one per core.
+        """
+        items = [(rel, files[rel][0].kind, files[rel][0].folder, files[rel][1], files[rel][2], shas.get(rel, ""))
+                 for rel in todo]
+        chunks = [items[i:i + CHUNK] for i in range(0, len(items), CHUNK)]
+        root = str(self.vault_root)
+        records: list[Record] = []
+        restamped: list[tuple[int, int, str]] = []
+        done = 0
+        for recs, stamps in map_chunks(root, chunks, self.defaults):
+            records.extend(recs)
+            restamped.extend(stamps)
+            done += len(recs) + len(stamps)
+            if progress:
+                progress(done, len(items))
+        return records, restamped
+
+    @heals
+    def upsert(self, records: list[Record], gone: Iterable[str] = (), restamped: Iterable[tuple[int, int, str]] = ()
+               ) -> None:
+        """Store notes vaultmem itself just wrote (no rescan needed); drop the rows of `gone` paths and
+        move the stat cache of `restamped` (mtime_ns, size, path) ones."""
+        with self._write_lock():
+            self._wrote_in.update(rel.rpartition("/")[0] for rel in
+                                  (*(r.path for r in records), *gone, *(path for _, _, path in restamped)))
+            conn = self._conn()
+            big = len(records) > self._threshold(conn)
+            self._apply(conn, records, list(gone), list(restamped), to_delta=not big, checked_ns=time.time_ns())
+            self._maybe_compact(conn, None, {r.path: r.terms for r in records} if big else None)
+
+    def _apply(self, conn: sqlite3.Connection, records: list[Record], gone: list[str],
+               restamped: list[tuple[int, int, str]], to_delta: bool = True, checked_ns: int = 0,
+               replacing: set[str] | dict | None = None) -> None:
+        """Write changed rows; with to_delta False their terms wait for the compaction that follows
+        (flagged in the same transaction, so a crash before it still ends in a compaction).
+
+        checked_ns is when the files were looked at: a file modified within RACY_NS of it may have
+        changed again in the same mtime tick, so the next refresh re-hashes it (as git does).
+        replacing holds the paths already in the index (None: look each record up).
+        """
+        with transaction(conn):
+            if replacing is None:  # in the transaction: another writer may have indexed one meanwhile
+                replacing = self._indexed(conn, [r.path for r in records])
+            self._set_meta(conn, checked_ns=checked_ns)
+            if not (records or gone or restamped):
+                return
+            next_doc = int(self._meta(conn, "next_doc", "0"))
+            for rel in gone:
+                self._drop(conn, rel)
+            for rec in records:
+                if rec.path in replacing:
+                    self._drop(conn, rec.path)
+            conn.executemany("UPDATE notes SET mtime_ns = ?, size = ? WHERE path = ?", restamped)
+            records = sorted(records, key=lambda rec: rec.path)  # the order a generation keeps
+            docs = range(next_doc, next_doc + len(records))
+            # more new rows than old ones (a first import): building the lookups afresh after the
+            # inserts is ~40% cheaper than updating them row by row
+            rebuilt = drop_lookups(conn) if len(records) >= max(BULK_ROWS, next_doc) else []
+            conn.executemany(INSERT_NOTE, [(doc, *to_row(rec)) for doc, rec in zip(docs, records)])
+            for sql in rebuilt:
+                conn.execute(sql)
+            if to_delta:  # else the generation about to be written holds their sketch keys
+                conn.executemany(INSERT_KEY, dup_keys(records))
+                conn.executemany("INSERT INTO delta VALUES (?, ?)",
+                                 [(doc, encode_terms(rec.terms)) for doc, rec in zip(docs, records)])
+            self._set_meta(conn, next_doc=next_doc + len(records), version=int(self._meta(conn, "version", "0")) + 1)
+            if not to_delta:
+                self._set_meta(conn, needs_compaction=1)
+
+    def _drop(self, conn: sqlite3.Connection, rel: str) -> None:
+        row = conn.execute("SELECT doc FROM notes WHERE path = ?", (rel,)).fetchone()
+        if row is None:
+            return
+        conn.execute("DELETE FROM notes WHERE doc = ?", row)
+        conn.execute("DELETE FROM dupkey WHERE path = ?", (rel,))
+        if conn.execute("DELETE FROM delta WHERE doc = ?", row).rowcount == 0:
+            conn.execute("INSERT OR IGNORE INTO tomb VALUES (?)", row)
+
+    def _threshold(self, conn: sqlite3.Connection) -> float:
+        return max(self.compact_min, self.compact_ratio * int(self._meta(conn, "n_base", "0")))
+
+    def _maybe_compact(self, conn: sqlite3.Connection, progress: Progress | None,
+                       fresh: dict[str, Any] | None = None) -> bool:
+        pending = conn.execute("SELECT (SELECT count(*) FROM delta) + (SELECT count(*) FROM tomb)").fetchone()[0]
+        if (self._meta(conn, "generation") and self._meta(conn, "needs_compaction") != "1"
+                and pending <= self._threshold(conn)):
+            return False
+        self._compact(conn, progress, fresh or {})
+        return True
+
+    @heals
+    def compact(self, progress: Progress | None = None) -> None:
+        """Merge the delta into a new generation now."""
+        with self._write_lock():
+            self._compact(self._conn(), progress, {})
+
+    def _compact(self, conn: sqlite3.Connection, progress: Progress | None, fresh: dict[str, Any]) -> None:
+        """Write a new generation of every live note, renumbered densely in document order.
+
+        Notes unchanged since the current generation keep their postings (carried over in numpy,
+        never re-read); the others' terms come from `fresh` (just parsed), else the delta, else
+        their stored text re-tokenised.
+        """
+        import numpy as np
+
+        from .snapshot import COLUMNS, PostingsBuilder
+
+        rows = conn.execute(f"SELECT doc, path, {', '.join(COLUMNS)}, sketch FROM notes ORDER BY doc").fetchall()
+        generation = self._meta(conn, "generation")
+        n_base = int(self._meta(conn, "n_base", "0")) if generation else 0
+        base = self.cache_dir / f"gen-{generation}"
+        if n_base and not base.is_dir():
+            n_base = 0  # the generation's files are gone: rebuild every note's terms
+        carried = [row[0] for row in rows if row[0] < n_base]
+        rest = rows[len(carried):]
+        delta_terms = dict(conn.execute("SELECT doc, terms FROM delta"))
+        missing = [row[0] for row in rest if row[1] not in fresh and row[0] not in delta_terms]
+        stored = self._stored_records(conn, missing)
+        postings = PostingsBuilder()
+        if carried:
+            postings.carry(base, np.asarray(carried, dtype=np.int64))
+        for i, row in enumerate(rest):
+            terms = fresh.get(row[1])
+            if terms is None:
+                cached = delta_terms.get(row[0])
+                terms = cached if cached is not None else index_terms(stored[row[0]])
+            postings.add(terms)
+            if progress and i % 4096 == 0:
+                progress(len(carried) + i, len(rows))
+        columns = {name: [row[2 + i] for row in rows] for i, name in enumerate(COLUMNS)}
+        self._switch(conn, postings, columns, [row[0] for row in rows], [row[-1] for row in rows])
+
+    def _switch(self, conn: sqlite3.Connection, postings: PostingsBuilder, columns: dict[str, list],
+                docs: list[int], sketches: list) -> None:
+        """Write a new generation and make it current; `docs` are the rows' numbers, which become 0..n-1;
+        sketches their sketch keys (lists, or the stored text) in the same order."""
+        from .snapshot import write_generation
+
+        generation = int(self._meta(conn, "generation", "0") or 0) + 1
+        write_generation(self.cache_dir / f"gen-{generation}", postings, columns, sketches)
+        with transaction(conn):
+            if any(old != new for new, old in enumerate(docs)):  # a first index is already in order
+                conn.execute("UPDATE notes SET doc = -1 - doc")
+                conn.executemany("UPDATE notes SET doc = ? WHERE doc = ?",
+                                 [(new, -1 - old) for new, old in enumerate(docs)])
+            conn.execute("DELETE FROM delta")
+            conn.execute("DELETE FROM tomb")
+            conn.execute("DELETE FROM dupkey")
+            self._set_meta(conn, generation=generation, n_base=len(docs), next_doc=len(docs), needs_compaction=0,
+                           version=int(self._meta(conn, "version", "0")) + 1)
+        self._drop_old_generations(generation)
+
+    def _stored_records(self, conn: sqlite3.Connection, docs: list[int]) -> dict[int, Record]:
+        """Records rebuilt from the stored rows of these documents (to re-tokenise them)."""
+        out: dict[int, Record] = {}
+        for start in range(0, len(docs), 900):
+            part = docs[start:start + 900]
+            marks = ",".join("?" * len(part))
+            for row in conn.execute(f"SELECT doc, {', '.join(NOTE_FIELDS)} FROM notes WHERE doc IN ({marks})", part):
+                out[row[0]] = record_from_row(row[1:])
+        return out
+
+    def _drop_old_generations(self, current: int) -> None:
+        # Keep the previous generation: a reader that read the old pointer may still be opening it.
+        for gen in self.cache_dir.glob("gen-*"):
+            suffix = gen.name[4:]
+            if suffix.isdigit() and int(suffix) < current - 1:
+                remove_tree(gen)
+
+    # -- events --------------------------------------------------------------------------------
+    @heals
+    def fold_events(self) -> None:
+        """Fold new access events of every device's logs into per-note use counts.
+
+        A line that is no valid event is skipped (doctor names it), and a log that cannot be read
+        (a folder or a dangling link by that name) waits: neither may stop every command.
+        """
+        conn = self._conn()
+        offsets = dict(conn.execute("SELECT file, offset FROM logpos"))
+        pending = []
+        for path in log_files(self.devices_dir, "events"):
+            key = path.relative_to(self.devices_dir).as_posix()
+            if path.is_file() and path.stat().st_size > offsets.get(key, 0):
+                pending.append((key, path))
+        if not pending:
+            return
+        with self._write_lock(), transaction(conn):
+            for key, path in pending:
+                start = conn.execute("SELECT offset FROM logpos WHERE file = ?", (key,)).fetchone()
+                try:
+                    events, end = read_new_lines(path, start[0] if start else 0)
+                except OSError:
+                    continue
+                for ev in events:
+                    if ev.get("event") == "access" and isinstance(ev.get("id"), str):
+                        conn.execute(UPSERT_ACCESS, (ev["id"], float(ev.get("ts", 0))))
+                conn.execute("INSERT OR REPLACE INTO logpos VALUES (?, ?)", (key, end))
+            conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'version'")
+            self._set_meta(conn, access_version=int(self._meta(conn, "access_version", "0")) + 1)
+
+    # -- reading -------------------------------------------------------------------------------
+    @heals
+    def snapshot(self) -> Snapshot:
+        """The current index as immutable arrays; reloaded only when another write happened.
+
+        A sidecar that was never built (a fresh clone, a deleted cache) is built first.
+        """
+        self._follow_rebuild()
+        if not self._meta(self._conn(), "generation"):
+            self.refresh()
+        conn = self._conn()
+        version = self._meta(conn, "version", "0") + ":" + self._meta(conn, "generation", "0")
+        with self._lock:
+            if self._snapshot is None or version != self._snapshot_version:
+                self._snapshot = self._load(conn, self._snapshot)
+                self._snapshot_version = version
+            return self._snapshot
+
+    def _load(self, conn: sqlite3.Connection, prev: Snapshot | None = None) -> Snapshot:
+        """Read the index; from `prev` (the snapshot loaded before) only what changed since, while
+        its generation is still the current one."""
+        import numpy as np
+
+        from .snapshot import COLUMNS, advance_snapshot, load_snapshot
+
+        rows_since = (f"SELECT d.doc, d.terms, {', '.join('n.' + c for c in COLUMNS)} "
+                      "FROM delta d JOIN notes n USING (doc) WHERE d.doc >= ? ORDER BY d.doc")
+        missing_in = None
+        for _ in range(3):
+            with transaction(conn, "BEGIN"):
+                generation = self._meta(conn, "generation", "")
+                n_base = int(self._meta(conn, "n_base", "0"))
+                next_doc = int(self._meta(conn, "next_doc", "0"))
+                folder = self.cache_dir / f"gen-{generation}" if generation else None
+                grows = prev is not None and folder is not None and self._same_generation(prev, folder, n_base, next_doc)
+                tombs = np.fromiter((r[0] for r in conn.execute("SELECT doc FROM tomb")), dtype=np.int64)
+                in_delta = {doc for (doc,) in conn.execute("SELECT doc FROM delta")} if grows else set()
+                delta = conn.execute(rows_since, (prev.size if grows else 0,)).fetchall()
+                access_version = self._meta(conn, "access_version", "0")
+                # the uses of every note cost a scan of the notes (~10 ms at 15k); when no access event
+                # was folded since prev, only the documents written since can have gained theirs
+                new_uses = grows and access_version == prev.access_version
+                access = conn.execute(_ACCESS_SINCE if new_uses else _ACCESS, (prev.size,) if new_uses else ()).fetchall()
+                entities = conn.execute("SELECT title, aliases FROM notes WHERE kind = 'entity'").fetchall()
+            if grows:
+                return advance_snapshot(prev, next_doc, tombs, in_delta, delta, access, entities, access_version,
+                                        all_uses=not new_uses)
+            try:
+                return load_snapshot(folder, n_base, next_doc, tombs, delta, access, entities, int(generation or 0), prev,
+                                     access_version)
+            except FileNotFoundError as exc:
+                if generation == missing_in:
+                    raise IndexDamaged(f"gen-{generation}: {os.path.basename(exc.filename)} is missing") from None
+                missing_in = generation  # a compaction may have switched generations while we read: read again
+        raise VaultmemError("the index kept changing while it was being read; try again")
+
+    @staticmethod
+    def _same_generation(prev: Snapshot, folder: Path, n_base: int, next_doc: int) -> bool:
+        """Whether prev was read from this generation (same folder, not one a rebuild wrote anew)."""
+        from .snapshot import generation_stamp
+
+        try:
+            stamp = generation_stamp(folder)
+        except FileNotFoundError:
+            return False
+        return (prev.generation, prev.stamp, prev.n_base) == (int(folder.name[4:]), stamp, n_base) and next_doc >= prev.size
+
+    @heals
+    def check(self) -> list[str]:
+        """Look the sidecar over (SQLite's quick check, the current generation's files), rebuilding
+        it if damaged; returns the damage this object found and repaired so far (for doctor)."""
+        self._quick_check()
+        snap = self._load(self._conn())
+        if snap.generation:
+            _open_sketches(self.cache_dir / f"gen-{snap.generation}")
+        return list(self.repairs)
+
+    @heals
+    def rows(self, docs: Iterable[int], generation: int) -> dict[int, dict[str, Any]] | None:
+        """Full rows of these documents, or None when the index moved to another generation."""
+        docs = [int(d) for d in docs]
+        conn = self._conn()
+        with transaction(conn, "BEGIN"):
+            if int(self._meta(conn, "generation", "0") or 0) != generation:
+                return None
+            marks = ",".join("?" * len(docs))
+            found = conn.execute(f"SELECT doc, {', '.join(NOTE_FIELDS)} FROM notes WHERE doc IN ({marks})", docs)
+            return {row[0]: row_dict(row[1:]) for row in found}
+
+    @heals
+    def select_notes(self, where: str = "1", params: tuple = (), order: str = "path",
+                     columns: tuple[str, ...] = NOTE_FIELDS) -> list[dict[str, Any]]:
+        """Rows of the notes table matching a SQL condition (all columns, or the ones named)."""
+        conn = self._conn()
+        sql = f"SELECT {', '.join(columns)} FROM notes WHERE {where} ORDER BY {order}"
+        return [row_dict(r, columns) for r in conn.execute(sql, params)]
+
+    @heals
+    def entity_state(self) -> tuple:
+        """Changes whenever an entity note is added, removed or edited (a cache key)."""
+        return tuple(self._conn().execute(
+            "SELECT count(*), max(mtime_ns), sum(size), max(doc) FROM notes WHERE kind = 'entity'").fetchone())
+
+    @heals
+    def path_taken(self, rel: str) -> bool:
+        """Whether a note is indexed at this vault path in any letter case (Obsidian on macOS and
+        Windows sees `Note.md` and `note.md` as one file)."""
+        return self._conn().execute("SELECT 1 FROM notes WHERE path = ? COLLATE NOCASE LIMIT 1",
+                                    (rel,)).fetchone() is not None
+
+    @heals
+    def near_duplicate_paths(self, keys: list[int]) -> list[str]:
+        """Paths of memory notes sharing a sketch key with a text (dedup.sketch_keys), oldest first."""
+        if not keys:
+            return []
+        conn = self._conn()
+        docs = self._sketch_docs(conn, keys)
+        marks = ", ".join("?" * len(keys))
+        in_docs = f"doc IN ({', '.join(map(str, docs))}) OR " if docs else ""
+        rows = conn.execute(f"SELECT path FROM notes WHERE {in_docs}path IN (SELECT path FROM dupkey WHERE key IN "
+                            f"({marks})) ORDER BY ts, path", keys)
+        return [r[0] for r in rows]
+
+    def _sketch_docs(self, conn: sqlite3.Connection, keys: list[int]) -> list[int]:
+        """Documents of the current generation with any of these sketch keys (a note changed since
+        has a new row: its old document number matches no row)."""
+        from bisect import bisect_left, bisect_right
+
+        generation = self._meta(conn, "generation")
+        if not generation:
+            return []
+        folder = self.cache_dir / f"gen-{generation}"
+        try:
+            st = os.stat(folder / "dup_key.bin")
+        except FileNotFoundError:
+            return []  # its files were removed by hand: the next compaction writes them again
+        # a rebuild may reuse a generation's number: the file itself tells them apart
+        stamp = (generation, st.st_ino, st.st_mtime_ns, st.st_size)
+        found = self._sketches
+        if found is None or found[0] != stamp:
+            found = self._sketches = (stamp, *_open_sketches(folder))
+        _, sorted_keys, key_docs = found
+        docs = set()
+        for key in keys:
+            docs.update(key_docs[bisect_left(sorted_keys, key):bisect_right(sorted_keys, key)])
+        return sorted(docs)
+
+    @heals
+    def count(self, where: str = "1", params: tuple = ()) -> int:
+        """How many notes match a SQL condition."""
+        return self._conn().execute(f"SELECT count(*) FROM notes WHERE {where}", params).fetchone()[0]
+
+    @heals
+    def exists(self, where: str = "1", params: tuple = ()) -> bool:
+        """Whether any note matches a SQL condition (stops at the first: a count reads them all)."""
+        return self._conn().execute(f"SELECT 1 FROM notes WHERE {where} LIMIT 1", params).fetchone() is not None
+
+    @heals
+    def info(self) -> dict[str, Any]:
+        """Generation, delta size and files of the sidecar (for stats and doctor)."""
+        conn = self._conn()
+        size = sum(p.stat().st_size for p in self.cache_dir.rglob("*") if p.is_file())
+        return {
+            "generation": int(self._meta(conn, "generation", "0") or 0),
+            "notes_in_generation": int(self._meta(conn, "n_base", "0")),
+            "delta": conn.execute("SELECT count(*) FROM delta").fetchone()[0],
+            "tombstones": conn.execute("SELECT count(*) FROM tomb").fetchone()[0],
+            "schema_version": SCHEMA_VERSION,
+            "tokenizer_version": text.TOKENIZER_VERSION,
+            "sidecar_bytes": size,
+        }
+
+
+def _open_sketches(folder: Path) -> tuple[Any, Any]:
+    """A generation's sorted sketch keys and their documents, memory-mapped (no numpy: a single
+    remember never imports it)."""
+    import mmap
+
+    views = []
+    for name, code in (("dup_key.bin", "q"), ("dup_doc.bin", "I")):
+        with open(folder / name, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            try:
+                views.append(memoryview(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)).cast(code)
+                             if size else ())
+            except TypeError:  # not a whole number of values: cut short
+                raise IndexDamaged(f"{folder.name}: {name} is cut short") from None
+    if len(views[0]) != len(views[1]):
+        raise IndexDamaged(f"{folder.name}: dup_key.bin and dup_doc.bin disagree")
+    return views[0], views[1]

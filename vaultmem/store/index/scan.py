@@ -1,0 +1,93 @@
+"""What a refresh looks at: the folders it scans, the walk over them, the parse jobs, its figures."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..files import is_temp_name
+from .records import Record, build_records
+
+
+@dataclass(frozen=True)
+class ScanRoot:
+    """A folder the index scans, the kind of note it holds and its folder role (memories, inbox …)."""
+
+    path: Path
+    kind: str
+    folder: str
+
+
+@dataclass
+class RefreshStats:
+    """What one refresh did."""
+
+    scanned: int = 0
+    read: int = 0
+    parsed: int = 0
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    compacted: bool = False
+    skipped: bool = False  # another writer held the lock: nothing was looked at (a read's refresh)
+
+
+def walk(folder: str, temps: list[str] | None = None, folders: dict[str, int] | None = None
+         ) -> Iterator[tuple[str, int, int]]:
+    """Markdown files below a folder, hidden entries and symbolic links skipped: (path, mtime_ns, size).
+
+    The paths of atomic_write's temp files met on the way are added to `temps`; folders, if given,
+    gets each folder's mtime_ns, taken before it is listed (folderstate.py).
+    Plain strings and an explicit stack: at 100k notes, pathlib and nested generators cost more
+    than the stat calls themselves.
+    """
+    stack = [folder]
+    while stack:
+        where = stack.pop()
+        try:
+            if folders is not None:
+                folders[where] = os.stat(where).st_mtime_ns
+            entries = os.scandir(where)
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            if folders is not None:
+                folders.pop(where, None)
+            continue
+        with entries:
+            for entry in entries:
+                name = entry.name
+                if name.startswith("."):
+                    if temps is not None and is_temp_name(name):
+                        temps.append(entry.path)
+                    continue
+                if name.endswith(".md"):
+                    if entry.is_symlink():
+                        continue  # might point outside the vault: never read through a link
+                    try:
+                        st = entry.stat()
+                    except OSError:
+                        continue  # removed while we looked, or a broken link
+                    if stat.S_ISREG(st.st_mode):
+                        yield entry.path, st.st_mtime_ns, st.st_size
+                elif entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+
+
+def map_chunks(root: str, chunks: list[list[tuple]], defaults: dict[str, Any]
+               ) -> Iterator[tuple[list[Record], list[tuple]]]:
+    """build_records over chunks: in worker processes when there is enough work and more than one core."""
+    from ..workers import process_pool, worker_count
+
+    workers = worker_count()
+    if workers < 2 or len(chunks) < 4:
+        for chunk in chunks:
+            yield build_records(root, chunk, defaults)
+        return
+    with process_pool(workers, ["vaultmem.store.index.records"]) as pool:
+        yield from pool.map(build_records, [root] * len(chunks), chunks, [defaults] * len(chunks))
+
+
+__all__ = ["RefreshStats", "ScanRoot", "map_chunks", "walk"]

@@ -1,0 +1,757 @@
+"""The `vaultmem` command: thin typer wrappers, each one library call; errors mapped in one place.
+
+Every command's help ends with an example that runs as written on the bundled sample vault
+(`export VAULTMEM_VAULT=sample-vault`); tests/test_docs.py runs them all.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from typer.core import TyperGroup
+
+from .console import (IDS, JSON, RECALL_OPTIONS, REMEMBER_OPTIONS, TAG, VAULT, Opt, check_lifecycle,
+                      error_message, open_vault, print_json, reader_left, recall_command, remember_command,
+                      report_error, say)
+from ..errors import VaultmemError
+
+EXIT_ERROR = 1
+EXIT_PROBLEMS = 3  # doctor found problems
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
+
+
+class _Group(TyperGroup):
+    """Turns every error into one line on stderr (a JSON object with --json) and exit code 1, never a
+    traceback; bare `vaultmem` (or `vaultmem entity`) prints its help and exits 0, as git does."""
+
+    def parse_args(self, ctx, args):  # noqa: D102
+        if not args and self.no_args_is_help and not ctx.resilient_parsing:
+            typer.echo(ctx.get_help())
+            ctx.exit(0)
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx):  # noqa: D102
+        wants_json = JSON.flags[0] in [*getattr(ctx, "_protected_args", ()), *ctx.args]
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:  # `vaultmem list | head -1`: the reader has what it wanted
+            reader_left()
+            raise typer.Exit(0) from None
+        except Exception as exc:
+            if hasattr(exc, "exit_code"):  # typer/click's own exits, usage errors and aborts
+                if wants_json and exc.exit_code == 2 and hasattr(exc, "format_message"):  # a usage error
+                    sys.stderr.write(json.dumps({"error": exc.format_message(), "kind": "usage",
+                                                 "exit_code": exc.exit_code}, ensure_ascii=False) + "\n")
+                    raise typer.Exit(exc.exit_code) from None
+                raise
+            message = error_message(exc)
+            if message is None:
+                raise
+            report_error(message, exc, wants_json)
+            raise typer.Exit(EXIT_ERROR) from None
+
+
+def _sub_app(help_text: str) -> typer.Typer:
+    return typer.Typer(cls=_Group, no_args_is_help=True, context_settings=HELP_OPTIONS, rich_markup_mode=None,
+                       help=help_text)
+
+
+app = typer.Typer(cls=_Group, no_args_is_help=True, context_settings=HELP_OPTIONS, rich_markup_mode=None,
+                  help="Long-term memory for AI agents in an Obsidian/Markdown vault.\n\n"
+                       "The vault is --vault (before or after the command), else $VAULTMEM_VAULT, else "
+                       "$OBSIDIAN_VAULT_PATH. Every command has -h, and --json where it prints results; each "
+                       "help ends with an example that runs as written on the bundled sample vault "
+                       "(export VAULTMEM_VAULT=sample-vault).")
+
+
+def _option(spec: Opt):
+    """The typer option of a console.Opt (the fast path builds its argparse twin from the same Opt)."""
+    decls = spec.flags
+    if spec.negatable:
+        decls = (f"{spec.flags[0]}/--no-{spec.flags[0][2:]}", *spec.flags[1:])
+    kind = bool if spec.kind is bool else Optional[list[spec.kind]] if spec.many else Optional[spec.kind]
+    return Annotated[kind, typer.Option(*decls, help=spec.help, metavar=spec.metavar, min=spec.minimum,
+                                        show_default=spec.negatable)]
+
+
+Rem = {name: _option(spec) for name, spec in REMEMBER_OPTIONS.items()}
+Rec = {name: _option(spec) for name, spec in RECALL_OPTIONS.items()}
+VaultOpt = _option(VAULT)
+JsonOpt = _option(JSON)
+TagOpt = _option(TAG)
+IdsOpt = _option(IDS)
+# Extra arguments are refused by us, not by click, whose message repeats them: an unquoted
+# `remember my password is hunter2` must not print the password back
+EXTRA_ARGS = {"allow_extra_args": True}
+
+
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__  # the one home of the version: pyproject.toml reads it from there
+
+        say(f"vaultmem {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(ctx: typer.Context, vault: VaultOpt = None,
+          version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="Print the version and exit.")] = False) -> None:
+    if vault is not None:  # `vaultmem --vault P COMMAND`: P is every command's --vault default
+        ctx.default_map = _vault_defaults(ctx.command, vault)
+
+
+def _vault_defaults(group, vault: Path) -> dict:
+    """A default_map giving --vault to every (sub)command that has one; a command's own --vault wins."""
+    found = {}
+    for name, command in group.commands.items():
+        if hasattr(command, "commands"):
+            found[name] = _vault_defaults(command, vault)
+        elif any(param.name == "vault" for param in command.params):
+            found[name] = {"vault": vault}
+    return found
+
+
+def _no_extra(ctx: typer.Context, what: str) -> None:
+    if ctx.args:
+        raise VaultmemError(f"{len(ctx.args)} unexpected argument(s) after {what}; quote text that has spaces")
+
+
+def _progress(label: str):
+    """A rich progress bar on a terminal (stderr), silent otherwise; returns (update(done, total, step), close)."""
+    if not sys.stderr.isatty():
+        return (lambda done, total, step=None: None), (lambda: None)
+    from rich.progress import Progress
+
+    bar = Progress(transient=True)
+    task = bar.add_task(label, total=None)
+    bar.start()
+
+    def update(done: int, total: int, step: str | None = None) -> None:
+        bar.update(task, completed=done, total=total, **({"description": step} if step else {}))
+
+    return update, bar.stop
+
+
+@app.command()
+def init(path: Annotated[Path, typer.Argument(metavar="PATH", help="Folder to make a vault (created if missing).")],
+         json_out: JsonOpt = False) -> None:
+    """Create a vault: folders, .vaultmem/config.yaml with every setting, templates.
+
+    \b
+    Example:
+      vaultmem init ~/notes/agent-memory
+      Vault ready at
+    """
+    from ..vault import Vault
+
+    vault = Vault.init(path)
+    if json_out:
+        print_json({"vault": str(vault.root), "folders": {k: str(v) for k, v in vault.folders.items()}})
+    else:
+        say(f"Vault ready at {vault.root}")
+
+
+@app.command(context_settings=EXTRA_ARGS)
+def remember(
+    ctx: typer.Context,
+    text: Annotated[Optional[str], typer.Argument(
+        metavar="TEXT", help="The memory; '-' reads it from stdin (omit with --batch).")] = None,
+    tag: Rem["tag"] = None,
+    source: Rem["source"] = None,
+    lifecycle: Rem["lifecycle"] = None,
+    score: Rem["score"] = None,
+    timestamp: Rem["timestamp"] = None,
+    type_: Rem["type_"] = None,
+    value: Rem["value"] = None,
+    namespace: Rem["namespace"] = None,
+    episode: Rem["episode"] = None,
+    entity: Rem["entity"] = None,
+    candidate: Rem["candidate"] = False,
+    supersedes: Rem["supersedes"] = None,
+    batch: Annotated[Optional[str], typer.Option(
+        metavar="FILE", help="Import a JSON-lines file, one memory an object ('-' for stdin); fields in the "
+                             "README.")] = None,
+    explain: Rem["explain"] = False,
+    refresh: Rem["refresh"] = False,
+    vault: Rem["vault"] = None,
+    json_out: Rem["json_out"] = False,
+) -> None:
+    """Store a memory: secrets redacted, values extracted, duplicates merged, entities linked.
+
+    \b
+    Example:
+      vaultmem remember "Deploy window is Tuesday 22:00" --tag ops --lifecycle fact
+      created: memories/
+    """
+    _no_extra(ctx, "the memory text")
+    if batch is not None:
+        _remember_batch(open_vault(vault), batch, json_out, explain)
+        return
+    remember_command(text, tag, source, lifecycle, score, timestamp, type_, value, namespace, episode, entity,
+                     candidate, supersedes, explain, vault, json_out, refresh)
+
+
+def _remember_batch(vault, batch: str, json_out: bool, explain: bool) -> None:
+    from ..write.pipeline import read_jsonl
+
+    if batch == "-":
+        lines = sys.stdin.read().splitlines()
+    else:
+        path = Path(batch)
+        if not path.is_file():
+            raise VaultmemError(f"{batch}: no such file")
+        lines = path.read_text(encoding="utf-8").splitlines()
+    items = list(read_jsonl(lines))
+    for number, item in enumerate(items, 1):
+        lifecycle = item.get("lifecycle")
+        check_lifecycle(vault.config, lifecycle if lifecycle is None else str(lifecycle), f"item {number}: lifecycle")
+    update, close = _progress("remembering")
+    try:
+        # the last memory decided, the notes are written and indexed (a long minute at 100k)
+        results = vault.remember_many(items, explain=explain, progress=lambda n: update(
+            n, len(items), "writing notes and index" if n == len(items) else None))
+    finally:
+        close()
+    counts = {"created": 0, "merged": 0, "unchanged": 0}
+    for r in results:
+        counts[r.action] = counts.get(r.action, 0) + 1
+    if json_out:  # one result a line: the C encoder (json.dumps(indent=...) runs in Python: ~3 s at 100k)
+        head = "".join(f'  "{key}": {number},\n' for key, number in {"total": len(results), **counts}.items())
+        encode = json.JSONEncoder(ensure_ascii=False, default=str).encode  # one encoder, not one a result
+        lines = ",\n".join(["    " + encode(r.to_dict()) for r in results])
+        sys.stdout.write("{\n" + head + '  "results": [\n' + lines + "\n  ]\n}\n")
+    else:
+        say(f"{len(results)} memories: {counts['created']} created, {counts['merged']} merged, "
+            f"{counts['unchanged']} unchanged")
+
+
+@app.command()
+def confirm(ref: Annotated[str, typer.Argument(metavar="REF", help="The candidate's id, path or title.")],
+            vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
+    """Promote a candidate from the inbox: it becomes an active memory.
+
+    \b
+    Example:
+      vaultmem confirm "ACK managed clusters may add a management fee"
+      confirmed: memories/ACK managed clusters may add a management fee.md
+    """
+    v = open_vault(vault)
+    v.refresh()
+    result = v.confirm(ref)
+    if json_out:
+        print_json(result.to_dict())
+    else:
+        say(f"confirmed: {result.path} ({result.id})", style="good")
+
+
+entity_app = _sub_app("Entity notes: people, projects, customers.")
+app.add_typer(entity_app, name="entity")
+
+
+@entity_app.command("add", context_settings=EXTRA_ARGS)
+def entity_add(ctx: typer.Context,
+               name: Annotated[str, typer.Argument(metavar="NAME", help="The entity's name (its note's file name).")],
+               alias: Annotated[Optional[list[str]], typer.Option(
+                   "--alias", "-a", metavar="NAME", help="Another name it goes by (repeatable).")] = None,
+               tag: TagOpt = None, vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
+    """Create an entity note (or add aliases to an existing one); mentions then become links.
+
+    \b
+    Example:
+      vaultmem entity add 张三 --alias "Mr. Zhang"
+      merged: entities/张三.md
+    """
+    _no_extra(ctx, "the name")
+    v = open_vault(vault)
+    v.refresh()
+    action, path = v.add_entity(name, alias or [], tag or [])
+    if json_out:
+        print_json({"action": action, "path": path})
+    else:
+        say(f"{action}: {path}")
+
+
+@app.command()
+def sync(vault: VaultOpt = None, dry_run: Annotated[bool, typer.Option(
+             "--dry-run", help="Say what would be set up and committed; change nothing.")] = False,
+         json_out: JsonOpt = False) -> None:
+    """Sync the vault through git: set it up for memory sync on first use (.gitattributes, the merge
+    driver in .git/config, .gitignore), commit what changed, pull (merge), push, refresh the index.
+
+    \b
+    Example:
+      vaultmem sync --dry-run
+      changes:
+    """
+    from ..sync.gitsync import sync as run_sync
+
+    report = run_sync(open_vault(vault), dry_run)
+    if json_out:
+        print_json(report)
+        return
+    if report["set_up"]:
+        say(f"{'would set up' if dry_run else 'set up'}: {', '.join(report['set_up'])}")
+    c = report["changes"]
+    say(f"changes: {c['new']} new, {c['changed']} changed, {c['removed']} removed notes, {c['other']} other files")
+    if report.get("commit"):
+        say(f"committed: {report['commit']}", style="good")
+    if report.get("pushed"):
+        say("pulled and pushed" if report.get("pulled") else "pushed", style="good")
+    elif not dry_run and not report["remote"]:
+        say("no remote: committed locally (git remote add origin URL to share it)")
+
+
+@app.command("export")
+def export(out: Annotated[Optional[Path], typer.Option(
+               "--out", "-o", metavar="FILE", help="Write the JSON lines here (default: standard output).")] = None,
+           vault: VaultOpt = None) -> None:
+    """Write every note as one JSON line (schema vaultmem-export/1: path, kind, id, properties, body and
+    the note's whole text), which `vaultmem import` restores byte for byte.
+
+    \b
+    Example:
+      vaultmem export --out memories-export.jsonl
+    """
+    from ..sync.exchange import export_records
+
+    v = open_vault(vault)
+    stream = out.open("w", encoding="utf-8") if out else sys.stdout
+    try:
+        for record in export_records(v):
+            stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+    finally:
+        if out:
+            stream.close()
+
+
+@app.command("import")
+def import_(source: Annotated[Path, typer.Argument(
+                metavar="SOURCE", help="A vaultmem export (.jsonl), Hermes' memories folder (MEMORY.md, USER.md) "
+                                       "or a folder of Markdown notes (YAML, TOML or JSON frontmatter).")],
+            namespace: Annotated[Optional[str], typer.Option(
+                "--namespace", "-n", metavar="NAME", help="The namespace of the imported memories.")] = None,
+            vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
+    """Bring memories in; the source is only read. An export's notes come back with their ids (a note
+    the vault has already is kept as it is); Hermes entries and Markdown notes go through the write
+    pipeline (secrets cleaned, duplicates merged).
+
+    \b
+    Example:
+      vaultmem import examples/hermes
+      hermes import of examples/hermes: 4 created
+    """
+    from ..sync.exchange import import_source
+
+    summary = import_source(open_vault(vault), source, namespace)
+    if json_out:
+        print_json(summary)
+    else:
+        counts = ", ".join(f"{n} {action}" for action, n in summary.items() if action not in ("source", "kind"))
+        say(f"{summary['kind']} import of {summary['source']}: {counts or 'nothing to import'}", style="good")
+
+
+device_app = _sub_app("This machine's device id: the name of its own event and audit logs in every vault.")
+app.add_typer(device_app, name="device")
+
+
+@device_app.command("show")
+def device_show(json_out: JsonOpt = False) -> None:
+    """Print this machine's device id and where it is kept.
+
+    \b
+    Example:
+      vaultmem device show
+    """
+    from ..store.events import device_info
+
+    info = device_info()
+    if json_out:
+        print_json(info)
+    else:
+        where = "$VAULTMEM_DEVICE_ID" if info["source"] == "env" else info["path"]
+        say(f"{info['device']}  ({where})")
+
+
+@device_app.command("reset")
+def device_reset(json_out: JsonOpt = False) -> None:
+    """Give this machine a new device id: do it on a cloned VM or a copied home directory, so that
+    two machines never write one device log (the old id's logs stay and still count).
+
+    \b
+    Example:
+      vaultmem device reset
+      ->
+    """
+    from ..store.events import reset_device_id
+
+    changed = reset_device_id()
+    if json_out:
+        print_json(changed)
+    else:
+        say(f"{changed['old'] or '(none)'} -> {changed['device']}", style="good")
+
+
+hermes_app = _sub_app("Hermes Agent: install vaultmem as its memory provider, check it, remove it.")
+app.add_typer(hermes_app, name="hermes")
+HermesHomeOpt = Annotated[Optional[Path], typer.Option(
+    "--hermes-home", envvar="HERMES_HOME", show_envvar=True, metavar="PATH",
+    help="Hermes' home folder (default ~/.hermes).")]
+
+
+@hermes_app.command("install")
+def hermes_install(hermes_home: HermesHomeOpt = None,
+                   vault: Annotated[Optional[Path], typer.Option(
+                       "--vault", "-V", metavar="PATH",
+                       help="The vault to use (made a vault if it is not one); default: $VAULTMEM_VAULT, "
+                            "$OBSIDIAN_VAULT_PATH, else $HERMES_HOME/vaultmem.")] = None,
+                   json_out: JsonOpt = False) -> None:
+    """Write the plugin into $HERMES_HOME/plugins/vaultmem/ and set memory.provider: vaultmem in
+    $HERMES_HOME/config.yaml (no other line of it changes).
+
+    \b
+    Example:
+      vaultmem hermes install --vault ~/Obsidian/Memory
+    """
+    from .hermes import install
+
+    _hermes_report(install(hermes_home, vault), json_out, "installed")
+
+
+@hermes_app.command("status")
+def hermes_status(hermes_home: HermesHomeOpt = None, json_out: JsonOpt = False) -> None:
+    """Whether the plugin is installed and active, which vault it uses, and whether it can open it.
+
+    \b
+    Example:
+      vaultmem hermes status --json
+    """
+    from .hermes import status
+
+    _hermes_report(status(hermes_home), json_out, "status")
+
+
+@hermes_app.command("uninstall")
+def hermes_uninstall(hermes_home: HermesHomeOpt = None, json_out: JsonOpt = False) -> None:
+    """Remove the plugin and clear memory.provider when it is vaultmem; the vault and its notes stay.
+
+    \b
+    Example:
+      vaultmem hermes uninstall --hermes-home ~/.hermes/profiles/coder
+    """
+    from .hermes import uninstall
+
+    _hermes_report(uninstall(hermes_home), json_out, "uninstalled")
+
+
+def _hermes_report(report: dict, json_out: bool, what: str) -> None:
+    if json_out:
+        print_json(report)
+        return
+    say(f"vaultmem for Hermes ({what}):")
+    for key, value in report.items():
+        say(f"  {key}: {value}")
+
+
+@app.command()
+def recall(
+    query: Annotated[Optional[str], typer.Argument(
+        metavar="QUERY", help="Free text (Chinese, English, ids like CT2024).")] = None,
+    tag: Rec["tag"] = None,
+    limit: Rec["limit"] = None,
+    type_: Rec["type_"] = None,
+    source: Rec["source"] = None,
+    namespace: Rec["namespace"] = None,
+    lifecycle: Rec["lifecycle"] = None,
+    status: Rec["status"] = None,
+    since: Rec["since"] = None,
+    until: Rec["until"] = None,
+    include_superseded: Rec["include_superseded"] = False,
+    include_candidates: Rec["include_candidates"] = False,
+    include_archived: Rec["include_archived"] = False,
+    explain: Rec["explain"] = False,
+    refresh: Rec["refresh"] = True,
+    ids: Rec["ids"] = False,
+    vault: Rec["vault"] = None,
+    json_out: Rec["json_out"] = False,
+) -> None:
+    """Recall the memories that best match a query and/or tags, best first.
+
+    \b
+    Example:
+      vaultmem recall "合同编号" --explain
+      1. 客户张三合同编号 CT2024-0876
+    """
+    recall_command(query, tag, limit, type_, source, namespace, lifecycle, status, since, until, include_superseded,
+                   include_candidates, include_archived, explain, refresh, vault, json_out, ids)
+
+
+@app.command()
+def context(
+    query: Annotated[str, typer.Argument(metavar="QUERY", help="What the prompt is about (free text, any language).")],
+    budget: Annotated[int, typer.Option("--budget", "-b", min=1, metavar="TOKENS",
+                                        help="Token budget of the block.")] = 800,
+    tag: TagOpt = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", "-k", min=1, metavar="N",
+                                                 help="Memories recalled to choose from (default 30).")] = None,
+    source: Rec["source"] = None,
+    namespace: Rec["namespace"] = None,
+    refresh: Rec["refresh"] = True,
+    vault: VaultOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Weave the memories for a query into labelled lines that fit a token budget, for a prompt.
+
+    \b
+    Example:
+      vaultmem context "张三的合同" --budget 400
+      - [from finance-bot, 2026-10-14] 客户 老张 续签后新的合同编号是 CT2024-0876
+    """
+    v = _refreshed(vault, refresh)
+    found = v.context(query, budget, tags=tag or [], limit=limit, source=source, namespace=namespace)
+    if json_out:
+        print_json(found.to_dict())
+        return
+    say(found.text or "No memories match.")
+    say(f"({found.tokens} of {found.budget} tokens; {found.dropped} memories left out)", err=True, style="dim")
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(metavar="QUESTION", help="A question about an entity's attribute.")],
+    min_confidence: Annotated[Optional[float], typer.Option(
+        min=0.0, max=1.0, metavar="0..1", help="Answer only at this confidence or above (default 0.6).")] = None,
+    refresh: Rec["refresh"] = True,
+    vault: VaultOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Answer a question from the value a note holds, with its confidence and note; exit 0 also
+    when no answer is confident ("no confident answer"; --json lists the best candidates).
+
+    \b
+    Example:
+      vaultmem ask "张三的合同编号是多少"
+      CT2024-0876  (confidence 1.00, 客户张三合同编号 CT2024-0876, 01M4VZM6H0TGH81P9ENBTTGEQN)
+    """
+    v = _refreshed(vault, refresh)
+    found = v.ask(question, min_confidence=min_confidence)
+    if json_out:
+        print_json(found.to_dict())
+    elif found.answered:
+        say(f"{found.answer}  (confidence {found.confidence:.2f}, {found.title}, {found.id})")
+    else:
+        say(f"no confident answer: {found.reason}")
+
+
+def _refreshed(vault: Path | None, refresh: bool):
+    """The vault, rescanned first (without waiting out another writer) when asked and configured."""
+    v = open_vault(vault)
+    if refresh and v.config["index"]["auto_refresh"]:
+        v.refresh(wait=False)
+    return v
+
+
+@app.command("mcp")
+def mcp_server(
+    vault: VaultOpt = None,
+    source: Annotated[str, typer.Option(metavar="NAME", help="Who memories written without a source are from.")] = "mcp",
+) -> None:
+    """Serve the vault to MCP clients over stdio (tools remember, recall, ask, context, show; notes as
+    vault://note/{id}) until the client closes the pipe. Needs the 'mcp' extra.
+
+    \b
+    Example (what an MCP client's config runs; it ends when its input closes):
+      vaultmem mcp --vault sample-vault
+    """
+    from .mcp import serve
+
+    serve(vault, source)
+
+
+@app.command()
+def show(ref: Annotated[str, typer.Argument(metavar="REF", help="An id, a vault path or a note title.")],
+         vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
+    """Show one note by id, path or title.
+
+    \b
+    Example:
+      vaultmem show 01M4VZM6H0TGH81P9ENBTTGEQN
+      客户张三合同编号 CT2024-0876
+    """
+    memory = open_vault(vault).get(ref)
+    if json_out:
+        print_json(memory.to_dict())
+        return
+    say(memory.title, style="title")
+    say(f"{memory.path}  id={memory.id}  status={memory.status}", style="dim")
+    for key, value in memory.meta.items():
+        say(f"  {key}: {value}")
+    say("")
+    say(memory.content.strip())
+
+
+@app.command("list")
+def list_(since: Annotated[Optional[str], typer.Option(metavar="DATE", help="Written on or after this date.")] = None,
+          tag: TagOpt = None,
+          all_tags: Annotated[bool, typer.Option("--all-tags", help="List every tag with its count instead.")] = False,
+          limit: Annotated[Optional[int], typer.Option("--limit", "-k", min=1, metavar="N",
+                                                       help="At most this many.")] = None,
+          ids: IdsOpt = False, vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
+    """List memories newest first (or every tag with --all-tags).
+
+    \b
+    Example:
+      vaultmem list --since 2026-11-01 --tag atlas
+      active      准备 Atlas 验收演示
+    """
+    v = open_vault(vault)
+    v.refresh(wait=False)
+    if all_tags:
+        from ..recall.catalog import tag_counts
+
+        counts = tag_counts(v)
+        if json_out:
+            print_json(counts)
+        else:
+            for name, count in counts.items():
+                say(f"{count:6d}  #{name}")
+        return
+    memories = v.list(since=since, tags=tag, limit=limit)
+    if json_out:
+        print_json([m.to_dict() for m in memories])
+        return
+    for m in memories:
+        say(m.id if ids else f"{m.timestamp[:16]:16}  {m.status:10}  {m.title}")
+
+
+@app.command()
+def reindex(full: Annotated[bool, typer.Option(help="Re-parse every note, not only changed ones.",
+                                               show_default=True)] = True,
+            vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
+    """Rebuild the index sidecar from the notes (nothing in the notes changes).
+
+    \b
+    Example:
+      vaultmem reindex
+      Indexed
+    """
+    v = open_vault(vault)
+    update, close = _progress("indexing")
+    try:
+        stats = v.refresh(progress=update, force=full)
+        if not full:
+            v.index.compact()
+    finally:
+        close()
+    if json_out:
+        print_json(stats.__dict__)
+    else:
+        say(f"Indexed {stats.scanned} notes ({stats.parsed} parsed, {stats.removed} removed).")
+
+
+@app.command()
+def stats(vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
+    """Counts by kind, status, namespace and lifecycle, and the index's state.
+
+    \b
+    Example:
+      vaultmem stats
+      memories by status
+    """
+    v = open_vault(vault)
+    v.refresh(wait=False)
+    data = v.stats()
+    if json_out:
+        print_json(data)
+        return
+    _print_stats(data)
+
+
+def _print_stats(data: dict) -> None:
+    """Plain values as `name  value` lines, then each group of counts as a small table, largest first."""
+    plain = {k: v for k, v in data.items() if not isinstance(v, dict)}
+    width = max(map(len, plain), default=0)
+    for key, value in plain.items():
+        say(f"{key.replace('_', ' '):<{width}}  {value}")
+    for key, table in data.items():
+        if isinstance(table, dict):
+            say("")
+            say(key.replace("_", " "), style="title")
+            rows = sorted(table.items(), key=lambda kv: -kv[1]) if key.startswith(("by_", "memories_by_")) \
+                else table.items()
+            name_width = max((len(str(name)) for name in table), default=0)
+            for name, value in rows:
+                say(f"  {str(name):<{name_width}}  {value:>9}")
+
+
+@app.command()
+def doctor(vault: VaultOpt = None, json_out: JsonOpt = False,
+           strict: Annotated[bool, typer.Option(
+               "--strict", help="Also read every note for secrets (for CI and pre-commit hooks).")] = False) -> None:
+    """Find unparsable notes, duplicate ids and memories, broken links, conflict markers, sync-conflict copies and index drift (exit 3 if any).
+
+    \b
+    Example:
+      vaultmem doctor
+      index drift before refresh
+    """
+    report = open_vault(vault).doctor(strict)
+    if json_out:
+        print_json(report.to_dict())
+    else:
+        _print_report(report)
+    if not report.ok:
+        raise typer.Exit(EXIT_PROBLEMS)
+
+
+def _print_report(report) -> None:
+    for item in report.unparsable:
+        say(f"unparsable: {item['error']}", style="warn")
+    for item in report.bad_log_lines:
+        say(f"bad log line (skipped): {item['path']}, line {item['line']}: {item['problem']}", style="warn")
+    for note_id, paths in report.duplicate_ids.items():
+        say(f"duplicate id {note_id}: {', '.join(paths)}", style="warn")
+    for group in report.duplicate_memories:
+        say(f"duplicate memories ({group['reason']}): {', '.join(group['paths'])}", style="warn")
+    for item in report.broken_links:
+        say(f"broken link [[{item['link']}]] in {item['path']}", style="warn")
+    for item in report.conflict_markers:
+        say(f"git conflict markers in {item['path']}, line {item['line']} (a merge bypassed vaultmem's driver)",
+            style="warn")
+    for path in report.sync_conflicts:
+        say(f"sync conflict copy: {path} (fold it into its note by hand, then delete it)", style="warn")
+    for item in report.secrets:
+        say(f"secret ({', '.join(item['kinds'])}) in {item['path']}", style="warn")
+    for path in report.missing_ids:
+        say(f"no id (found by path until it has one): {path}")
+    for warning in report.warnings:
+        say(f"warning: {warning}", style="warn")
+    drift = report.drift
+    say(f"index drift before refresh: {drift['new']} new, {drift['changed']} changed, {drift['deleted']} deleted")
+    say("ok" if report.ok else "problems found", style="good" if report.ok else "warn")
+
+
+@app.command("merge-driver")
+def merge_driver(
+    base: Annotated[Path, typer.Argument(metavar="BASE", help="The common ancestor (git's %O).")],
+    ours: Annotated[Path, typer.Argument(metavar="OURS", help="Ours (git's %A); the result is written here.")],
+    theirs: Annotated[Path, typer.Argument(metavar="THEIRS", help="Theirs (git's %B).")],
+    path: Annotated[str, typer.Argument(metavar="PATH", help="The note's path in the repository (git's %P).")],
+) -> None:
+    """Merge a note for git: properties field by field, bodies three-way, conflicts kept in a callout.
+
+    Git runs it once set up: `*.md merge=vaultmem` in .gitattributes and
+    `git config merge.vaultmem.driver "vaultmem merge-driver %O %A %B %P"`. A note is always merged
+    (exit 0); a file that is not a note gets git's text merge (exit 1 on a conflict).
+
+    \b
+    Example (a note merged with itself stays byte for byte as it was):
+      vaultmem merge-driver sample-vault/Welcome.md sample-vault/Welcome.md sample-vault/Welcome.md Welcome.md
+    """
+    from ..sync.mergedriver import run_merge_driver
+
+    raise typer.Exit(run_merge_driver(base, ours, theirs, path))

@@ -1,0 +1,810 @@
+"""remember: the write pipeline of SPEC §6, one code path for single writes and batches.
+
+policy (secrets out, blocked tags refused, trust from the source) → extraction (typed values, cues,
+names) → importance → links to known entities → dedup (fingerprint, same (type, value), near
+duplicate) → conflict (a new value of an entity's attribute supersedes the old note) → persist
+(atomic note, episode line, index, audit event).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gc
+import os
+import re
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..text import terms as text
+from ..text.dedup import BatchKeys, restates
+from .drafts import Draft, Drafter, entity_links, parse_time, union, worker_pool
+from .episodes import DayPlan, EpisodeLine, append_episodes, index_planned, plan_days, write_planned
+from ..errors import VaultmemError, WriteConflict
+from .extract import POSITIONS
+from ..store.files import sync_files
+from .pending import PendingNotes, StaleNote
+from ..notes.names import numbered_name
+from ..store.index.records import Record, note_score, retitle
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor, Future
+
+    from ..store.store import Store
+
+PARSE_CHUNK = 16  # day notes (and notes from disk) per worker job at the end of a batch
+PENDING_MAX = 200_000  # new notes kept back before a flush writes them (each ~2 KB with its index record)
+_WORDS = re.compile(r"\w+")
+BATCH_FIELDS = {"text", "tags", "source", "lifecycle", "score", "timestamp", "type", "value", "namespace",
+                "episode", "title", "entity", "candidate", "supersedes", "position"}
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What remember did: created a note, merged into an existing one, or found it already there."""
+
+    action: str                      # created | merged | unchanged
+    id: str
+    path: str
+    title: str
+    supersedes: str | None = None    # id of the memory this one replaced
+    type: str = ""
+    value: str = ""
+    score: float = 0.0
+    status: str = "active"
+    tags: list[str] = field(default_factory=list)
+    redacted: list[str] = field(default_factory=list)  # kinds of secrets removed before writing
+    explain: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (`explain` only when it was asked for)."""
+        if self.explain is not None:
+            return asdict(self)
+        # asdict copies deeply and costs ~10x this: a batch prints 100,000 of these
+        return {"action": self.action, "id": self.id, "path": self.path, "title": self.title,
+                "supersedes": self.supersedes, "type": self.type, "value": self.value, "score": self.score,
+                "status": self.status, "tags": list(self.tags), "redacted": list(self.redacted)}
+
+
+def _given(fields: dict[str, Any]) -> frozenset[str]:
+    """The fields a caller set (not empty), of those a supersede would otherwise carry over."""
+    return frozenset(name for name in ("tags", "lifecycle", "entity") if fields.get(name))
+
+
+def _holds(meta: dict[str, Any], body: str, draft: Draft) -> bool:
+    """Whether a note already says what a draft says: its words, in order, within the note's (case,
+    width, spacing and punctuation aside), and no tag the note lacks. Saying it again is then no
+    news: the note keeps its score, timestamp and bytes (no git diff)."""
+    said = " ".join(_WORDS.findall(draft.plain))
+    held = " ".join(_WORDS.findall(text.plain_text(body)))
+    if not said or f" {said} " not in f" {held} ":
+        return False
+    return _has_tags(meta.get("tags") or [], draft)
+
+
+def _listed(value: Any) -> list[Any]:
+    """A property's values: a list as it is, one value as a list of one, nothing as []."""
+    if value in (None, ""):
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _unlinks(value: Any) -> list[str]:
+    """The targets of an `entities` property's "[[Title]]" values."""
+    return [str(v).strip()[2:-2].split("|")[0] for v in _listed(value) if str(v).strip().startswith("[[")]
+
+
+def _has_tags(tags: Any, draft: Draft) -> bool:
+    """Whether a note's tags include every tag of the draft."""
+    have = {text.normalize_tag(str(t)) for t in tags}
+    return all(text.normalize_tag(t) in have for t in draft.meta["tags"])
+
+
+def _str_list(value: Any, name: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [v for v in value.replace(",", " ").split()]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, (str, int, float)) for v in value):
+        raise VaultmemError(f"{name} must be a list of strings")
+    return [str(v).lstrip("#") for v in value if str(v).strip("# ")]
+
+
+def _names(value: Any) -> list[str]:
+    """Entity names: a string is one name (names have spaces), a list is several."""
+    if value is None:
+        return []
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+        raise VaultmemError("entity must be a name or a list of names")
+    return [n.strip() for n in names if n.strip()]
+
+
+def _bump_version(version: Any, device: str) -> list[str]:
+    """The version vector with this device's counter raised by one."""
+    entries = [str(v) for v in version] if isinstance(version, list) else []
+    for i, entry in enumerate(entries):
+        name, _, count = entry.rpartition(":")
+        if name == device:
+            entries[i] = f"{device}:{int(count) + 1 if count.isdigit() else 1}"
+            return entries
+    return [*entries, f"{device}:1"]
+
+
+_KNOWN_COLUMNS = ("path", "id", "title", "type", "value", "namespace", "status", "score", "sha")
+REPEAT = "the same words"  # the merge reason of a repeat: it may add tags, never strength
+RESETTLE = 5  # times a draft is decided again because a note it was decided on changed meanwhile
+
+
+@dataclass
+class _Known:
+    """A memory note this pipeline may merge into or supersede."""
+
+    path: str
+    id: str
+    title: str
+    type: str
+    value: str
+    namespace: str
+    status: str
+    score: float = 0.0
+    sha: str = ""  # content hash of the note as the index knew it ("" for a note this writer made)
+
+
+class Writer:
+    """The write pipeline over one vault; one instance per call (single write or batch).
+
+    State kept across a batch lets the batch dedup against itself before its notes are indexed.
+    """
+
+    def __init__(self, vault: Store, *, durable: bool, explain: bool = False):
+        from .extract import Extractor
+        from .policy import Policy
+
+        self.vault = vault
+        self.settings = vault.config["write"]
+        self.policy = vault.reused("policy", None, lambda: Policy.from_config(vault.config))
+        self.extractor = vault.reused("extractor", None, lambda: Extractor.from_config(vault.config))
+        self.durable = durable
+        self.want_explain = explain
+        self._matcher = None
+        self._drafter: Drafter | None = None
+        self._ensured: set[str] = set()  # entity names (folded) this writer has made sure of
+        self._taken: dict[str, set[str]] = {}
+        self._by_fp: dict[str, WriteResult] = {}
+        self._by_value: dict[tuple[str, str, str], _Known] = {}
+        self._by_attr: dict[tuple[str, str, str], _Known] = {}
+        self._bodies: dict[str, str] = {}
+        self._plains: dict[str, tuple[str, str]] = {}  # path -> (body, its plain_text)
+        self._attrs: dict[tuple[str, str], dict[str, dict]] = {}  # (namespace, type) -> entity -> newest row
+        self._known: dict[str, _Known] = {}
+        self._changed: dict[str, None] = {}  # vault paths written, in order
+        self._pending = PendingNotes(vault, durable)
+        self._tried: dict[tuple[str, str], int] = {}  # (folder, stem) -> the first numbered name still worth trying
+        self._has_memories = vault.index.exists("kind = 'memory'")  # else nothing on disk to dedup against
+        self._episodes: list[Any] = []
+        self._audit: list[dict[str, Any]] = []
+        self._keys = BatchKeys()
+        self.pool: Executor | None = None  # a large batch's worker processes (drafts.worker_pool)
+
+    # -- checks that run before anything is written --------------------------------------------
+    def check(self, item: dict[str, Any], where: str) -> tuple[str, dict[str, Any]]:
+        """Validate one item (fields, blocked tags, secrets in identifiers); raises VaultmemError/PolicyViolation.
+
+        A message never repeats a value it refuses (it may be a secret): it says what was expected.
+        """
+        unknown = set(item) - BATCH_FIELDS
+        if unknown:  # a field's name is shown, cleaned like text (a JSON key can be anything)
+            raise VaultmemError(f"{where}: unknown field(s) {self.policy.clean(', '.join(sorted(unknown)))[0]}; "
+                                f"the fields are {', '.join(sorted(BATCH_FIELDS))}")
+        body = item.get("text")
+        if not isinstance(body, str) or not body.strip():
+            raise VaultmemError(f"{where}: `text` is required and must be a non-empty string")
+        fields = {k: v for k, v in item.items() if k != "text"}
+        fields["tags"] = _str_list(fields.get("tags"), "tags")
+        self.policy.check_tags(fields["tags"])
+        fields["entity"] = _names(fields.get("entity"))
+        self.policy.check_identifiers(fields, where)
+        score = fields.get("score")
+        if score is not None and not (isinstance(score, (int, float)) and 0 <= score <= 10):
+            raise VaultmemError(f"{where}: score must be a number between 0 and 10")
+        if fields.get("position") not in (None, *POSITIONS):
+            raise VaultmemError(f"{where}: position must be {' or '.join(POSITIONS)}")
+        try:
+            parse_time(fields.get("timestamp"))
+        except VaultmemError as exc:
+            raise VaultmemError(f"{where}: {exc}") from None
+        return body.strip(), fields
+
+    # -- the pipeline ------------------------------------------------------------------------------
+    def write(self, body: str, fields: dict[str, Any]) -> WriteResult:
+        """Run one checked item through the pipeline; returns what happened."""
+        self.ensure_entities([(body, fields)])
+        return self.settle(self.drafter().draft(body, fields), fields.get("supersedes"), _given(fields))
+
+    def settle(self, draft: Draft, supersedes: Any = None, given: frozenset[str] = frozenset()) -> WriteResult:
+        """Decide what a draft becomes (unchanged, merged, created, superseding) and write it.
+
+        A note it would merge into or supersede is read first: if a person saved it since it was
+        indexed (or is saving it now), it is indexed again as it is and the draft decided again.
+        `given`: the fields the caller set (a supersede carries the old note's others over).
+        """
+        for _ in range(RESETTLE):
+            try:
+                return self._settle(draft, supersedes, given)
+            except StaleNote as stale:
+                self._reindex(stale)
+        raise WriteConflict(draft.title, "kept changing while it was being decided on")
+
+    def _reindex(self, stale: StaleNote) -> None:
+        """Index a note again from what its file holds now, and forget what this writer knew of it."""
+        path = self.vault.root / stale.rel
+        if stale.data is None:
+            self.vault.index.upsert([], gone=[stale.rel])
+        else:
+            self.vault.index.upsert([self.vault.record_for(path, stale.data)])
+        for cache in (self._known, self._bodies, self._plains):
+            cache.pop(stale.rel, None)
+        self._attrs.clear()
+
+    def _settle(self, draft: Draft, supersedes: Any, given: frozenset[str]) -> WriteResult:
+        ns = draft.meta["namespace"]
+        found = self._by_fp.get(draft.fp) or self._existing_fp(draft.fp, ns)
+        if found is not None:
+            # the same words: a retry, unless they bring a tag the note lacks (merged in, nothing else)
+            if isinstance(found, _Known):
+                self._finish_supersede(found)
+                return self._merge(found, draft, REPEAT)
+            known = self._known.get(found.path)
+            if known is not None and not _has_tags(found.tags, draft):
+                return self._merge(known, draft, REPEAT)
+            return self._unchanged(found, draft)
+        # an explicit correction replaces its note, even in nearly the same words (a reworded
+        # Hermes memory entry, `--supersedes`): no merge may swallow it
+        target, reason = self._merge_target(draft) if supersedes in (None, "") else (None, "")
+        if target is not None:
+            merged = self._merge(target, draft, reason)
+            if merged is not None:
+                return merged
+            target, reason = self._merge_target(draft, by_value=False)  # it would pile: a restatement?
+            if target is not None and (merged := self._merge(target, draft, reason)) is not None:
+                return merged
+        old = self._superseded(draft, supersedes)
+        return self._create(draft, old, given)
+
+    def drafter(self) -> Drafter:
+        """The pure half of the pipeline, knowing every entity ensured so far."""
+        if self._drafter is None:
+            matcher = self._matcher_ready() if self.settings["link_entities"] else None
+            self._drafter = Drafter(self.vault.config, self.policy, self.extractor, matcher, self.vault.device,
+                                    self.want_explain)
+        return self._drafter
+
+    # -- entities --------------------------------------------------------------------------------
+    def ensure_entities(self, checked: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        """Entity notes for every name the items give or introduce with a cue, before any is drafted:
+        a batch links each memory to every entity the batch names, wherever it is first named."""
+        from .extract import cue_names
+
+        for body, fields in checked:
+            names = [*fields["entity"], *cue_names(body)]
+            if names:
+                when = parse_time(fields.get("timestamp"))
+                for name in names:
+                    # the given names were checked; a cue's name that a rule calls secret is no name
+                    if not self.policy.clean(name)[1]:
+                        self._ensure_entity(name, when)
+
+    def _matcher_ready(self):
+        if self._matcher is None:
+            from .links import EntityMatcher
+
+            # reused while no entity note changed; a batch adds the entities it creates to it
+            self._matcher = self.vault.reused("entities", self.vault.index.entity_state(),
+                                              lambda: EntityMatcher.from_index(self.vault))
+        return self._matcher
+
+    def _ensure_entity(self, name: str, when: dt.datetime) -> None:
+        from .links import Entity, add_entity, fold
+
+        if fold(name) in self._ensured:  # a batch names the same customer again and again
+            return
+        self._ensured.add(fold(name))
+        action, rel = add_entity(self.vault, name, when=when, durable=self.durable)
+        if action == "created":
+            self._matcher_ready().add(Entity(Path(rel).stem, ()))
+            self._audit.append({"event": "entity", "action": action, "path": rel})
+
+    # -- dedup -------------------------------------------------------------------------------------
+    def _existing_fp(self, fp: str, namespace: str) -> _Known | None:
+        if not self._has_memories:
+            return None
+        rows = self.vault.index.select_notes("fp = ? AND +kind = 'memory' AND namespace = ?", (fp, namespace),
+                                             columns=_KNOWN_COLUMNS)
+        for row in rows:
+            if self._on_disk(row["path"]):
+                return self._remember_row(row)
+        return None
+
+    def _remember_row(self, row: dict[str, Any]) -> _Known:
+        known = self._known.get(row["path"])
+        if known is None:
+            known = _Known(row["path"], row["id"], row["title"], row["type"], row["value"], row["namespace"],
+                           row["status"], float(row["score"] or 0), row["sha"])
+            self._known[known.path] = known
+        return known
+
+    def _merge_target(self, draft: Draft, by_value: bool = True) -> tuple[_Known | None, str]:
+        meta = draft.meta
+        ns, kind, value = meta["namespace"], meta["type"], meta["value"]
+        # a statement of an identity's value joins its note; a message that mentions it is its own memory
+        if (by_value and value and kind in self.settings["merge_types"]
+                and len(draft.plain) <= int(self.settings["statement_chars"])):
+            known = self._by_value.get((ns, kind, value)) or self._row_by_value(ns, kind, value)
+            if known is not None:
+                return known, f"same {kind} {value}"
+        threshold = float(self.settings["near_duplicate"])
+        if threshold >= 1:
+            return None, ""
+        paths = self._keys.candidates(ns, draft.keys)
+        if self._has_memories:
+            paths += [p for p in self.vault.index.near_duplicate_paths(draft.keys) if p not in paths]
+        best, best_sim = None, threshold
+        for path in paths:
+            known, body = self._candidate(path, ns)
+            if known is None:
+                continue
+            sim = restates(draft.plain, self._plain(path, body))
+            if sim >= best_sim:
+                best, best_sim = known, sim
+        return (best, f"near duplicate ({best_sim:.2f})") if best else (None, "")
+
+    def _row_by_value(self, ns: str, kind: str, value: str) -> _Known | None:
+        if not self._has_memories:
+            return None
+        rows = self.vault.index.select_notes(
+            "type = ? AND value = ? AND namespace = ? AND +kind = 'memory' AND status IN ('active', 'candidate')",
+            (kind, value, ns), order="ts", columns=(*_KNOWN_COLUMNS, "body"))
+        # the newest that states the value (a long message naming it was not merged into and is no
+        # target) and whose file is there: the index may still name a note deleted since, or one a
+        # killed batch indexed before creating it
+        short = int(self.settings["statement_chars"])
+        row = next((r for r in reversed(rows)
+                    if len(text.plain_text(r["body"].split("\n\n", 1)[0])) <= short and self._on_disk(r["path"])), None)
+        return self._remember_row(row) if row is not None else None
+
+    def _on_disk(self, rel: str) -> bool:
+        return rel in self._known or (self.vault.root / rel).exists()
+
+    def _candidate(self, path: str, ns: str) -> tuple[_Known | None, str]:
+        if path in self._bodies:
+            known = self._known[path]
+        else:
+            rows = self.vault.index.select_notes("path = ?", (path,))
+            if not rows or not self._on_disk(path):
+                return None, ""
+            known = self._remember_row(rows[0])
+            self._bodies[path] = rows[0]["body"]
+        if known.namespace != ns or known.status not in ("active", "candidate"):
+            return None, ""
+        return known, self._bodies[path]
+
+    def _plain(self, path: str, body: str) -> str:
+        found = self._plains.get(path)
+        if found is None or found[0] is not body:
+            found = self._plains[path] = (body, text.plain_text(body))
+        return found[1]
+
+    def _superseded(self, draft: Draft, explicit: Any) -> _Known | None:
+        """The memory this draft replaces: given by the caller, or the same entity's attribute."""
+        if explicit:
+            row = self.vault.resolve(str(explicit))
+            return self._remember_row(row)
+        meta = draft.meta
+        if not (meta["value"] and meta["type"] in self.settings["supersede_types"] and draft.entities):
+            return None
+        for entity in draft.entities:
+            known = self._by_attr.get((meta["namespace"], entity, meta["type"])) or self._row_by_attr(meta, entity)
+            if known is not None and known.value != meta["value"]:
+                return known
+        return None
+
+    def _row_by_attr(self, meta: dict[str, Any], entity: str) -> _Known | None:
+        """The newest active memory on disk with this attribute type linking to this entity."""
+        if not self._has_memories:
+            return None
+        key = (meta["namespace"], meta["type"])
+        by_entity = self._attrs.get(key)
+        if by_entity is None:  # one query per (namespace, type) for a whole batch
+            by_entity = self._attrs[key] = {}
+            rows = self.vault.index.select_notes(
+                "type = ? AND namespace = ? AND +kind = 'memory' AND status = 'active' AND value != ''",
+                (meta["type"], meta["namespace"]),
+                order="ts", columns=_KNOWN_COLUMNS + ("links",))
+            for row in rows:
+                for link in row["links"]:
+                    by_entity[text.normalize(link)] = row
+        row = by_entity.get(entity)
+        return self._remember_row(row) if row is not None and self._on_disk(row["path"]) else None
+
+    def _finish_supersede(self, known: _Known) -> None:
+        """A note found again that supersedes one still active: a write killed (or failed) between
+        creating it and marking the old one finishes now, on its retry."""
+        from ..notes.note import extract_links, parse_note
+
+        if known.path in self._pending or known.status != "active":
+            return
+        try:
+            target = parse_note((self.vault.root / known.path).read_bytes(), known.path).meta.get("supersedes")
+        except (OSError, VaultmemError):
+            return
+        titles = extract_links(target) if isinstance(target, str) else []
+        if not titles:
+            return
+        rows = self.vault.index.select_notes("title = ? AND +kind = 'memory' AND status = 'active' AND path != ?",
+                                             (titles[0], known.path), columns=_KNOWN_COLUMNS)
+        for row in rows:
+            if self._on_disk(row["path"]):
+                old = self._remember_row(row)
+                self._pending.load(old.path, old.sha)
+                self._retire(old, known.title)
+
+    # -- outcomes ------------------------------------------------------------------------------------
+    def _result(self, action: str, known: _Known, draft: Draft, score: float,
+                supersedes: str | None = None) -> WriteResult:
+        return WriteResult(action, known.id, known.path, known.title, supersedes, known.type, known.value, score,
+                           known.status, list(draft.meta["tags"]), list(draft.redacted),
+                           draft.explain)
+
+    def _unchanged(self, found: WriteResult | _Known, draft: Draft) -> WriteResult:
+        if isinstance(found, WriteResult):
+            return WriteResult("unchanged", found.id, found.path, found.title, None, found.type, found.value,
+                               found.score, found.status, found.tags, list(draft.redacted), found.explain)
+        draft.decided("the same memory is already stored")
+        return self._result("unchanged", found, draft, found.score)
+
+    def _merge(self, target: _Known, draft: Draft, reason: str) -> WriteResult | None:
+        """Fold a restatement into the existing note: its new tags always; a new statement of the
+        same (type, value) appended below the old; a newer timestamp and a raised score when it
+        says something new or restates the note after `reinforce_hours` (once within them).
+        None when the statement would grow the note past `merge_cap` characters: a note is one
+        memory, not the pile of every message that names an invoice."""
+        self._pending.load(target.path, target.sha)
+        held_meta, held_body = self._pending.peek(target.path)
+        if _holds(held_meta, held_body, draft):
+            draft.decided(f"{target.path} already holds this statement and these tags")
+            return self._result("unchanged", target, draft, note_score(held_meta.get("score")))
+        old_plain = text.plain_text(held_body)
+        # the same (type, value) with something new to say: keep the statement, below the old
+        appends = (reason.startswith("same ") and draft.plain not in old_plain
+                   and restates(draft.plain, old_plain) < float(self.settings["near_duplicate"]))
+        if appends and len(old_plain) + len(draft.plain) > int(self.settings["merge_cap"]):
+            return None
+        strengthens = appends or (reason != REPEAT and not self._recent(held_meta, draft))
+        if not strengthens and _has_tags(held_meta.get("tags"), draft):
+            draft.decided(f"{target.path} was told this within {self.settings['reinforce_hours']} h: "
+                          "a restatement strengthens a memory once in that time")
+            return self._result("unchanged", target, draft, note_score(held_meta.get("score")))
+
+        def edit(meta: dict[str, Any], body: str) -> tuple[dict[str, Any], str | None]:
+            changes: dict[str, Any] = {"tags": union(meta.get("tags") or [], draft.meta["tags"]),
+                                       "version": _bump_version(meta.get("version"), self.vault.device)}
+            if strengthens:
+                changes["score"] = round(min(10.0, max(note_score(meta.get("score")), draft.meta["score"]) +
+                                             float(self.settings["merge_bonus"])), 2)
+                when = meta.get("timestamp")
+                if not isinstance(when, dt.datetime) or when < draft.meta["timestamp"]:
+                    changes["timestamp"] = draft.meta["timestamp"]
+            return changes, draft.body if appends else None
+
+        meta, body = self._pending.edit(target.path, edit)
+        score = note_score(meta.get("score"))
+        self._changed[target.path] = None
+        self._bodies[target.path] = body
+        draft.decided(f"merged into {target.path}: {reason}")
+        self._log(draft, target.title, "merged", target.id)
+        return self._result("merged", target, draft, round(score, 2))
+
+    def _recent(self, meta: dict[str, Any], draft: Draft) -> bool:
+        """Whether the note was last strengthened less than `reinforce_hours` before this draft."""
+        when = meta.get("timestamp")
+        if not isinstance(when, dt.datetime):
+            return False
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.timezone.utc)
+        return draft.meta["timestamp"] - when < dt.timedelta(hours=float(self.settings["reinforce_hours"]))
+
+    def _create(self, draft: Draft, old: _Known | None, given: frozenset[str] = frozenset()) -> WriteResult:
+        if old is not None:
+            self._pending.load(old.path, old.sha)  # before anything is placed: it may have to be decided again
+            self._inherit(draft, self._pending.peek(old.path), given)
+            self.drafter().supersede(draft, old.title)
+        rel = self._place(draft)
+        title = draft.record.title
+        meta = draft.meta
+        known = _Known(rel, meta["id"], title, meta["type"], meta["value"], meta["namespace"], meta["status"],
+                       meta["score"])
+        self._track(known, draft)
+        if old is not None:
+            self._retire(old, title)
+        draft.decided(f"new note; supersedes {old.path}" if old else "new note")
+        self._log(draft, title, "created", meta["id"])
+        result = self._result("created", known, draft, meta["score"], old.id if old else None)
+        self._by_fp[draft.fp] = result
+        return result
+
+    def _inherit(self, draft: Draft, old: tuple[dict[str, Any], str], given: frozenset[str]) -> None:
+        """A correction keeps what the caller did not restate: the old note's tags (with the new
+        text's own), its lifecycle (a preference stays a preference) and the entities it linked to
+        (those the new text does not link go to its `entities` property)."""
+        old_meta, old_body = old
+        meta = dict(draft.meta)
+        if "tags" not in given:
+            meta["tags"] = union([str(t) for t in old_meta.get("tags") or []], meta["tags"])
+        if "lifecycle" not in given and old_meta.get("lifecycle"):
+            meta["lifecycle"] = str(old_meta["lifecycle"])
+        if "entity" not in given and self.settings["link_entities"]:
+            from ..notes.note import extract_links
+
+            held = [*extract_links("\n".join(map(str, _listed(old_meta.get("entities"))))), *extract_links(old_body)]
+            about = self.drafter().unlinked([*_unlinks(meta.get("entities")), *held], draft.body)
+            meta["entities"] = entity_links(about)
+            draft.entities = list(dict.fromkeys([*draft.entities, *map(text.normalize, about)]))
+        if meta != draft.meta:
+            draft.meta = meta
+            self.drafter().render(draft)
+
+    def _place(self, draft: Draft) -> str:
+        """Reserve a unique readable name for a new note (written at the next flush); returns its
+        vault path. A batch lists each folder once; a single write asks the index."""
+        folder = self.vault.folders[draft.folder]
+        taken = self._taken.get(draft.folder)
+        if taken is None:
+            folder.mkdir(parents=True, exist_ok=True)
+            taken = self._taken[draft.folder] = {n.casefold() for n in os.listdir(folder)} if not self.durable else set()
+        under = self.vault.relpath(folder) + "/"
+        where = f"{folder}{os.sep}"
+        tried = (draft.folder, draft.stem.casefold())  # a batch repeats titles: start after the last one taken
+        for attempt in range(self._tried.get(tried, 0), 10_000):
+            name = numbered_name(draft.stem, attempt)
+            # a batch listed the folder: a file made since then is found by the exclusive create at flush
+            if name.casefold() in taken or (self.durable and (os.path.lexists(where + name)
+                                                              or self.vault.index.path_taken(under + name))):
+                continue
+            taken.add(name.casefold())
+            self._tried[tried] = attempt + 1
+            rec = draft.record
+            rec.path = under + name
+            if attempt:  # the title is the file name: its words are index terms
+                retitle(rec, name[:-3])
+            self._pending.create(rec.path, draft.data, rec, draft.fields, draft.folder)
+            self._changed[rec.path] = None
+            if len(self._pending) >= PENDING_MAX:
+                self._pending.flush()
+            return rec.path
+        raise VaultmemError(f"no free file name for {draft.title!r} in {folder}")
+
+    def _track(self, known: _Known, draft: Draft) -> None:
+        """Let the rest of the batch find this note before it is indexed."""
+        ns = known.namespace
+        self._known[known.path] = known
+        self._bodies[known.path] = draft.body
+        self._plains[known.path] = (draft.body, draft.plain)
+        if known.value:
+            if len(draft.plain) <= int(self.settings["statement_chars"]):  # a message naming it is no target
+                self._by_value[(ns, known.type, known.value)] = known
+            for entity in draft.entities:
+                self._by_attr[(ns, entity, known.type)] = known
+        if float(self.settings["near_duplicate"]) < 1:
+            self._keys.add(ns, draft.keys, known.path)  # drafted whenever near duplicates are looked for
+
+    def _retire(self, old: _Known, new_title: str) -> None:
+        """Mark the superseded note (kept, linked both ways) and forget it as a merge target."""
+        self._pending.edit(old.path, lambda meta, body: ({
+            "status": "superseded", "superseded_by": f"[[{new_title}]]",
+            "version": _bump_version(meta.get("version"), self.vault.device)}, None))
+        self._changed[old.path] = None
+        self._known[old.path] = replace(old, status="superseded")
+        self._audit.append({"event": "supersede", "id": old.id, "path": old.path})
+
+    def _log(self, draft: Draft, title: str, action: str, note_id: str) -> None:
+        if self.settings["episodes"]:
+            self._episodes.append(EpisodeLine(draft.meta["timestamp"], title, draft.meta["source"]))
+        event = {"event": "remember", "action": action, "id": note_id, "title": title}
+        if draft.redacted:
+            event["redacted"] = sorted(set(draft.redacted))
+        self._audit.append(event)
+
+    def log_unchanged(self, result: WriteResult, when: dt.datetime, source: str) -> None:
+        """A batch re-run still owes the episode line an interrupted run may not have written."""
+        if self.settings["episodes"] and result.action == "unchanged":
+            self._episodes.append(EpisodeLine(when, result.title, source))
+
+    def finish(self) -> None:
+        """Write the waiting notes and the episode lines, flush a batch, update the index (once) and
+        append the audit events."""
+        early: dict[str, tuple[int, int]] = {}  # new notes indexed while a worker created them: path -> stat indexed
+        plans: list[DayPlan] = []  # the day notes' next text, worked out meanwhile
+        day_jobs: list[Future] = []  # their records, built by the workers that are not creating files
+
+        def index_early(records: list[Record]) -> None:
+            if self._episodes and self.pool is not None:  # a worker creates the notes: the others index these
+                plans.extend(plan_days(self.vault, self._episodes, strict=False))
+                day_jobs.extend(index_planned(self.vault, self.pool, plans, PARSE_CHUNK))
+            early.update((rec.path, (rec.mtime_ns, rec.size)) for rec in records)
+            self.vault.index.upsert(records)
+
+        self._pending.flush(self.pool, index_early)
+        renamed = self._renamed_titles()
+        days: dict[str, Record] = {}
+        if day_jobs and not renamed:
+            for rel in write_planned(self.vault, plans, day_jobs, days, durable=self.durable):
+                self._changed[rel] = None
+        elif self._episodes:  # (or a note took another name than its lines were planned with)
+            for job in day_jobs:
+                job.cancel()
+            lines = [EpisodeLine(e.when, renamed.get(e.title, e.title), e.source) for e in self._episodes]
+            for rel in append_episodes(self.vault, lines, durable=self.durable, records=days):
+                self._changed[rel] = None
+        # an early row moves to the name the note was written under, or gets its file's stat if that is
+        # not the one it was indexed with (the files are stamped with it as they are created)
+        moved = [rel for rel in early if rel in self._pending.renamed]
+        indexed = {rel: stat for rel, stat in early.items() if rel not in self._pending.renamed}
+        restamped = [(rec.mtime_ns, rec.size, rel) for rel, stat in indexed.items()
+                     for rec in (self._pending.written[rel],) if (rec.mtime_ns, rec.size) != stat]
+        finals = [rel for rel in (self._pending.renamed.get(rel, rel) for rel in self._changed) if rel not in indexed
+                  and rel not in days and (rel in self._pending.written or (self.vault.root / rel).exists())]
+        # notes from disk, and day notes not indexed ahead, are parsed for their records: in the workers, if any
+        jobs = self._parse_ahead([rel for rel in finals if not isinstance(self._pending.written.get(rel), Record)])
+        syncing = None
+        if not self.durable and self._changed:
+            # one flush for the whole batch (notes and day notes) instead of one fsync per file; the
+            # disk works while this thread indexes (os.sync lets go of the GIL), and it is done on return
+            changed = [self.vault.root / self._pending.renamed.get(rel, rel) for rel in self._changed]
+            syncing = threading.Thread(target=sync_files, args=(changed,), name="vaultmem-sync")
+            syncing.start()
+        try:
+            if moved or restamped:  # (rare: a name taken meanwhile, a file system keeping its own times)
+                self.vault.index.upsert([], gone=moved, restamped=restamped)
+            if self._audit:
+                self.vault.audit([dict(e, title=renamed[e["title"]]) if e.get("title") in renamed else e
+                                  for e in self._audit])
+            ahead = {rec.path: rec for job in jobs for rec in job.result()[0]}
+            if finals or days:
+                self.vault.index.upsert([*(self._record(rel, ahead) for rel in finals), *days.values()])
+        finally:
+            if syncing is not None:
+                syncing.join()
+
+    def _record(self, rel: str, ahead: dict[str, Record]) -> Record:
+        written = self._pending.written.get(rel)
+        if isinstance(written, Record):
+            return written
+        return ahead.get(rel) or self.vault.record_for(self.vault.root / rel, written)
+
+    def _parse_ahead(self, rels: list[str]) -> list[Future]:
+        """Jobs parsing these files into records in the batch's workers (none without them, or for a few)."""
+        if self.pool is None or len(rels) < 2 * PARSE_CHUNK:
+            return []
+        from ..store.index.records import build_records
+
+        items = []
+        for rel in rels:
+            path = self.vault.root / rel
+            try:
+                st = path.stat()
+            except FileNotFoundError:
+                continue
+            items.append((rel, *self.vault.kind_of(path), st.st_mtime_ns, st.st_size, ""))
+        root, defaults = str(self.vault.root), self.vault.config["defaults"]
+        return [self.pool.submit(build_records, root, items[i:i + PARSE_CHUNK], defaults)
+                for i in range(0, len(items), PARSE_CHUNK)]
+
+    def _renamed_titles(self) -> dict[str, str]:
+        """Old title -> new, for the notes written under another name than they reserved (rare)."""
+        return {old.rpartition("/")[2][:-3]: new.rpartition("/")[2][:-3] for old, new in self._pending.renamed.items()}
+
+    @property
+    def wrote(self) -> list[str]:
+        """Vault paths of the notes this writer has written to disk so far."""
+        return list(self._pending.written)
+
+    def final(self, result: WriteResult) -> WriteResult:
+        """The result with the path its note was finally written under."""
+        new = self._pending.renamed.get(result.path)
+        return result if new is None else replace(result, path=new, title=new.rpartition("/")[2][:-3])
+
+
+def remember(vault: Store, body: str, *, explain: bool = False, **fields: Any) -> WriteResult:
+    """Store one memory through the pipeline (see the module docstring).
+
+    It first catches up with notes the index has not seen (a clone, a pull, a write killed before
+    it was indexed: folderstate.py), so a retry or a known fact is never written twice. A failure
+    once a note is on disk says which notes were written.
+    """
+    with vault.index.writing():
+        vault.index.catch_up()
+        writer = Writer(vault, durable=True, explain=explain)
+        body, checked = writer.check({"text": body, **fields}, "memory")
+        result = writer.write(body, checked)
+        try:
+            writer.finish()
+        except (OSError, VaultmemError) as exc:
+            if not writer.wrote:
+                raise
+            raise VaultmemError(f"{_reason(exc)}; already written: {', '.join(writer.wrote)} "
+                                "(a retry finds it and writes nothing twice)") from exc
+        vault.index.wrote()
+    return writer.final(result)
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror}" + (f": {exc.filename}" if exc.filename else "")
+    return str(exc)
+
+
+def remember_many(vault: Store, items: Iterable[dict[str, Any]], progress: Callable[[int], None] | None = None,
+                  *, explain: bool = False) -> list[WriteResult]:
+    """Store many memories: every item is checked before the first is written, one fsync at the end.
+
+    Crash-safe: every note is written whole (temp file + rename); a re-run finds the notes already
+    written (by fingerprint) and creates nothing twice. Writers take turns (the index's lock):
+    readers never wait, and two processes remembering the same thing write it once.
+    """
+    items = list(items)
+    collecting = gc.isenabled()
+    if collecting and len(items) > 1:
+        # a batch allocates millions of objects and keeps most of them to the end, which makes the
+        # cycle collector rescan them over and over (~20% of a batch's time): it runs again after
+        gc.disable()
+    try:
+        return _remember_many(vault, items, progress, explain)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _remember_many(vault: Store, items: list[dict[str, Any]], progress: Callable[[int], None] | None,
+                   explain: bool) -> list[WriteResult]:
+    with vault.index.writing():
+        vault.refresh()  # notes of an interrupted earlier run must count as already written
+        writer = Writer(vault, durable=len(items) <= 1, explain=explain)
+        checked = [writer.check(item, f"item {n}") for n, item in enumerate(items, 1)]
+        writer.ensure_entities(checked)
+        results = []
+        drafter = writer.drafter()
+        with worker_pool(drafter, len(checked)) as writer.pool:
+            drafts = drafter.draft_all(checked, writer.pool)
+            for n, ((_, fields), draft) in enumerate(zip(checked, drafts), 1):
+                result = writer.settle(draft, fields.get("supersedes"), _given(fields))
+                if result.action == "unchanged":
+                    writer.log_unchanged(result, parse_time(fields.get("timestamp")), str(fields.get("source") or
+                                         vault.config["defaults"]["source"]))
+                results.append(result)
+                if progress:
+                    progress(n)
+            writer.finish()
+        vault.index.wrote(verify=True)  # the next single remember need not rescan what this batch wrote
+    return [writer.final(r) for r in results]
+
+
+def read_jsonl(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
+    """Objects of a JSON-lines stream; a bad line raises VaultmemError naming its line number."""
+    import json
+
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError as exc:
+            raise VaultmemError(f"line {number}: not valid JSON ({exc.args[0]})") from None
+        if not isinstance(item, dict):
+            raise VaultmemError(f"line {number}: expected a JSON object")
+        yield item
+
+
+__all__ = ["WriteResult", "Writer", "read_jsonl", "remember", "remember_many"]
