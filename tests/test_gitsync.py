@@ -91,3 +91,30 @@ def test_without_git_sync_says_how_to_get_it(tmp_path):
     Vault.init(vault)
     done = vm("sync", "--vault", str(vault), device="d-1", env={"PATH": str(tmp_path / "empty")})
     assert done.returncode == 1 and "needs git" in done.stderr
+
+
+def test_adjacent_property_edits_on_two_machines_merge_through_the_driver_without_markers(tmp_path, origin):
+    """The everyday case git's line merge conflicts on: one machine raises `score`, the other adds a tag."""
+    laptop = tmp_path / "laptop"
+    Vault.init(laptop)
+    git(laptop, "init", "-q", "-b", "main")
+    git(laptop, "remote", "add", "origin", str(origin))
+    vm("remember", "The staging database is db-stage-2", "--tag", "ops", "--vault", str(laptop), device="laptop-1")
+    vm("sync", "--vault", str(laptop), device="laptop-1")
+    desk = tmp_path / "desk"
+    subprocess.run(["git", "clone", "-q", str(origin), str(desk)], check=True)
+    vm("sync", "--vault", str(desk), device="desk-1")  # sets this clone's driver up
+    [note] = [p for p in (laptop / "memories").glob("*.md")]
+    rel = note.relative_to(laptop)
+    text = note.read_text(encoding="utf-8")
+    score_line = next(line for line in text.splitlines() if line.startswith("score:"))
+    note.write_text(text.replace(score_line, "score: 9"), encoding="utf-8")
+    theirs = desk / rel
+    theirs.write_text(theirs.read_text(encoding="utf-8").replace("tags: [ops]", "tags: [ops, database]"),
+                      encoding="utf-8")
+    assert vm("sync", "--vault", str(desk), device="desk-1").returncode == 0
+    done = vm("sync", "--vault", str(laptop), device="laptop-1")
+    assert done.returncode == 0, done.stderr
+    merged = note.read_text(encoding="utf-8")
+    assert "score: 9" in merged and "tags: [ops, database]" in merged and "<<<<<<<" not in merged
+    assert git(laptop, "status", "--porcelain") == ""
