@@ -132,3 +132,12 @@ def test_an_explicit_supersede_in_nearly_the_same_words_replaces_the_note_instea
     assert (new.action, new.supersedes) == ("created", old.id) and new.id != old.id
     assert _meta(vault, old)["status"] == "superseded"
     assert [h.id for h in vault.recall("deploy window Tuesday", record_access=False)] == [new.id]
+
+
+def test_a_restatement_of_a_hand_written_note_without_tags_is_decided_not_a_crash(vault):
+    """A note a person wrote has no `tags:` line; a restatement of it within the day is unchanged."""
+    (vault.root / "memories" / "Deploy window.md").write_text(
+        f"---\nid: 01J0000000000000000000000D\ntimestamp: {MONDAY}\n---\n{WINDOW}\n", encoding="utf-8")
+    vault.refresh()
+    again = vault.remember(RESTATED, timestamp="2026-11-02T15:00:00+00:00")
+    assert (again.action, again.id) == ("unchanged", "01J0000000000000000000000D")

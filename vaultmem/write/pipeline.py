@@ -81,7 +81,7 @@ def _holds(meta: dict[str, Any], body: str, draft: Draft) -> bool:
     held = " ".join(_WORDS.findall(text.plain_text(body)))
     if not said or f" {said} " not in f" {held} ":
         return False
-    return _has_tags(meta.get("tags") or [], draft)
+    return _has_tags(meta.get("tags"), draft)
 
 
 def _listed(value: Any) -> list[Any]:
@@ -91,14 +91,16 @@ def _listed(value: Any) -> list[Any]:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
-def _unlinks(value: Any) -> list[str]:
-    """The targets of an `entities` property's "[[Title]]" values."""
-    return [str(v).strip()[2:-2].split("|")[0] for v in _listed(value) if str(v).strip().startswith("[[")]
+def _property_links(value: Any) -> list[str]:
+    """The wikilink targets of a property's values (an `entities: ["[[Acme Corp]]"]` list)."""
+    from ..notes.note import extract_links
+
+    return extract_links("\n".join(map(str, _listed(value))))
 
 
 def _has_tags(tags: Any, draft: Draft) -> bool:
-    """Whether a note's tags include every tag of the draft."""
-    have = {text.normalize_tag(str(t)) for t in tags}
+    """Whether a note's tags (None: it has none) include every tag of the draft."""
+    have = {text.normalize_tag(str(t)) for t in tags or []}
     return all(text.normalize_tag(t) in have for t in draft.meta["tags"])
 
 
@@ -510,10 +512,12 @@ class Writer:
     def _recent(self, meta: dict[str, Any], draft: Draft) -> bool:
         """Whether the note was last strengthened less than `reinforce_hours` before this draft."""
         when = meta.get("timestamp")
-        if not isinstance(when, dt.datetime):
+        if not isinstance(when, dt.date):  # no time (or a hand-typed text): it strengthens now
             return False
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=dt.timezone.utc)
+        try:
+            when = parse_time(when)  # the pipeline's one reading of a time (a naive one is local)
+        except VaultmemError:
+            return False
         return draft.meta["timestamp"] - when < dt.timedelta(hours=float(self.settings["reinforce_hours"]))
 
     def _create(self, draft: Draft, old: _Known | None, given: frozenset[str] = frozenset()) -> WriteResult:
@@ -548,8 +552,8 @@ class Writer:
         if "entity" not in given and self.settings["link_entities"]:
             from ..notes.note import extract_links
 
-            held = [*extract_links("\n".join(map(str, _listed(old_meta.get("entities"))))), *extract_links(old_body)]
-            about = self.drafter().unlinked([*_unlinks(meta.get("entities")), *held], draft.body)
+            held = [*_property_links(old_meta.get("entities")), *extract_links(old_body)]
+            about = self.drafter().unlinked([*_property_links(meta.get("entities")), *held], draft.body)
             meta["entities"] = entity_links(about)
             draft.entities = list(dict.fromkeys([*draft.entities, *map(text.normalize, about)]))
         if meta != draft.meta:
