@@ -200,7 +200,7 @@ def _secrets(vault: Store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     (never the secret itself)."""
     from ..write.policy import Policy
 
-    policy = Policy.from_config(vault.config)
+    policy = vault.reused("policy", None, lambda: Policy.from_config(vault.config))  # the writer's own
     found = []
     for r in rows:
         fields = [r["title"], r["body"], r["value"], r["source"], " ".join(r["tags"]), " ".join(r["aliases"])]

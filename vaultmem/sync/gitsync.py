@@ -45,9 +45,7 @@ def _git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProc
 
 
 def repository(vault: Vault) -> Path:
-    """The work tree the vault is in; GitError when there is none."""
-    if shutil.which("git") is None:
-        raise GitError("vaultmem sync needs git: install it (https://git-scm.com) and run sync again")
+    """The work tree the vault is in; GitError when there is none (or no git)."""
     done = _git(vault.root, "rev-parse", "--show-toplevel", check=False)
     if done.returncode != 0:
         raise GitError(f"{vault.root} is not in a git repository: run `git init` there (and add a remote to "

@@ -177,7 +177,7 @@ class EntityMatcher:
         mentions = self._mentions(body) if self._names else []
         if not mentions:
             return body, []
-        linked = self._linked_titles(body)
+        linked = self.linked_titles(body)
         parts, titles, done = [], [], 0
         for start, end, entity in mentions:
             if entity.title in linked:
@@ -195,10 +195,6 @@ class EntityMatcher:
         return hit[0].title if hit is not None else None
 
     def linked_titles(self, body: str) -> set[str]:
-        """Titles of the entities a body links to (by title or alias)."""
-        return self._linked_titles(body)
-
-    def _linked_titles(self, body: str) -> set[str]:
         """Titles of the entities the body already links to (by title or by alias)."""
         if "[[" not in body:
             return set()
