@@ -141,3 +141,13 @@ def test_a_restatement_of_a_hand_written_note_without_tags_is_decided_not_a_cras
     vault.refresh()
     again = vault.remember(RESTATED, timestamp="2026-11-02T15:00:00+00:00")
     assert (again.action, again.id) == ("unchanged", "01J0000000000000000000000D")
+
+
+def test_a_merge_into_a_note_whose_hand_typed_time_has_no_offset_takes_the_newer_time(vault):
+    """YAML reads `2026-11-01 09:00:00` as a naive time; comparing it with the restatement's crashed."""
+    (vault.root / "memories" / "Deploy window.md").write_text(
+        f"---\nid: 01J0000000000000000000000E\ntimestamp: 2026-11-01 09:00:00\n---\n{WINDOW}\n", encoding="utf-8")
+    vault.refresh()
+    later = vault.remember(RESTATED, timestamp="2026-11-05T10:00:00+00:00")
+    assert (later.action, later.id) == ("merged", "01J0000000000000000000000E")
+    assert _meta(vault, later)["timestamp"].isoformat() == "2026-11-05T10:00:00+00:00"

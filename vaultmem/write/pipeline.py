@@ -98,6 +98,18 @@ def _property_links(value: Any) -> list[str]:
     return extract_links("\n".join(map(str, _listed(value))))
 
 
+def _note_time(meta: dict[str, Any]) -> dt.datetime | None:
+    """A note's `timestamp` as an aware time, read as the pipeline reads every time (parse_time: a
+    naive one is local); None when it has none a merge can compare (absent, text, a sub-minute offset)."""
+    when = meta.get("timestamp")
+    if not isinstance(when, dt.date):
+        return None
+    try:
+        return parse_time(when)
+    except VaultmemError:
+        return None
+
+
 def _has_tags(tags: Any, draft: Draft) -> bool:
     """Whether a note's tags (None: it has none) include every tag of the draft."""
     have = {text.normalize_tag(str(t)) for t in tags or []}
@@ -496,8 +508,8 @@ class Writer:
             if strengthens:
                 changes["score"] = round(min(10.0, max(note_score(meta.get("score")), draft.meta["score"]) +
                                              float(self.settings["merge_bonus"])), 2)
-                when = meta.get("timestamp")
-                if not isinstance(when, dt.datetime) or when < draft.meta["timestamp"]:
+                when = _note_time(meta)
+                if when is None or when < draft.meta["timestamp"]:
                     changes["timestamp"] = draft.meta["timestamp"]
             return changes, draft.body if appends else None
 
@@ -511,14 +523,9 @@ class Writer:
 
     def _recent(self, meta: dict[str, Any], draft: Draft) -> bool:
         """Whether the note was last strengthened less than `reinforce_hours` before this draft."""
-        when = meta.get("timestamp")
-        if not isinstance(when, dt.date):  # no time (or a hand-typed text): it strengthens now
-            return False
-        try:
-            when = parse_time(when)  # the pipeline's one reading of a time (a naive one is local)
-        except VaultmemError:
-            return False
-        return draft.meta["timestamp"] - when < dt.timedelta(hours=float(self.settings["reinforce_hours"]))
+        when = _note_time(meta)
+        return when is not None and \
+            draft.meta["timestamp"] - when < dt.timedelta(hours=float(self.settings["reinforce_hours"]))
 
     def _create(self, draft: Draft, old: _Known | None, given: frozenset[str] = frozenset()) -> WriteResult:
         if old is not None:
