@@ -298,6 +298,22 @@ def test_with_the_real_observer_a_save_becomes_recallable_and_the_heartbeat_come
     assert any(u.paths == ["memories/Real.md"] for u in updates)
 
 
+def test_with_the_real_observer_a_note_folder_deleted_and_made_again_is_watched_again(vault):
+    import shutil
+
+    vault.remember("A memory that goes with its folder: axolotl")
+    with vault.watch() as watcher:
+        until(lambda: heartbeat.live(vault.index.cache_dir))
+        shutil.rmtree(vault.root / "memories")
+        until(lambda: not vault.index.count("path LIKE 'memories/%'"))
+        (vault.root / "memories").mkdir()
+        write_note(vault, "memories/Back.md", note("01BACK00000000000000000001", "the folder is back, with a tapir"))
+        until(lambda: ids_for(vault, "tapir"))
+        write_note(vault, "memories/Later.md", note("01BACK00000000000000000002", "saved into the new folder: a quail"))
+        until(lambda: ids_for(vault, "quail"))  # only a watch on the new folder sees this one
+        assert watcher.running
+
+
 def test_vaultmem_watch_json_prints_one_line_per_update(vault):
     result = CliRunner().invoke(app, ["watch", "--vault", str(vault.root), "--json", "--stop-after", "0"])
     assert result.exit_code == 0, result.output

@@ -50,7 +50,7 @@ def watch(
             f"{stats.removed} removed ({update.seconds * 1000:.0f} ms)")
 
     def on_error(exc: BaseException) -> None:
-        report_error((error_message(exc) or str(exc)) + " (the watcher retries with a full refresh)", exc, json_out)
+        report_error((error_message(exc) or str(exc)) + " (the watcher tries again)", exc, json_out)
 
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     watcher = v.watch(on_update=on_update, on_error=on_error)

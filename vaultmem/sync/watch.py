@@ -160,7 +160,7 @@ class Watcher:
 
     `start()` watches the note folders (and refreshes once, for what changed while nobody watched),
     `stop()` ends it; as a context manager it starts and stops. on_update(Update) is called after
-    each batch, on_error(exception) when one failed (it is retried by a full refresh), both from the
+    each batch, on_error(exception) when one failed (it is retried after a pause), both from the
     watcher's own thread. `handle(changes)` applies changes at once, without a running observer.
     """
 
@@ -315,15 +315,25 @@ class Watcher:
                     next_beat = 0.0
                 if change is None:
                     return
-                if now >= next_beat and not batch.full:
-                    heartbeat.beat(cache, self.last_update.at if self.last_update else None)
+                if now >= next_beat and not (batch.full or self._failures):
+                    self._beat(cache)
                     next_beat = now + heartbeat.BEAT_EVERY_S
-        except Exception as exc:  # the heartbeat's folder went away, …: the watcher stops, saying why
+        except Exception as exc:  # a bug: the watcher stops, saying why (`running` turns False)
             if self.on_error is not None:
                 self.on_error(exc)
+            else:
+                _LOG.exception("watcher stopped")
         finally:
             heartbeat.clear(cache)
             self.store.close()  # this thread's index connection
+
+    def _beat(self, cache) -> None:
+        """The heartbeat; one that cannot be written (the cache folder deleted by hand) is skipped,
+        and reads scan meanwhile."""
+        try:
+            heartbeat.beat(cache, self.last_update.at if self.last_update else None)
+        except OSError:
+            pass
 
     def _take(self, change: Change, batch: Batch) -> None:
         if change.kind == "lost":
@@ -332,17 +342,30 @@ class Watcher:
             batch.full = True
             return
         self.add(change, batch, self.clock())
-        if change.is_dir and {change.path, change.dest} & {self.layout.memory_root, *self.layout.root_paths}:
-            self._watch_folders()  # a note folder came back (a checkout, a move): watch it again
+        if change.is_dir:
+            for path in {change.path, change.dest} & set(self.layout.root_paths):
+                self._rewatch(path)
+
+    def _rewatch(self, path: str) -> None:
+        """A note folder went, came back or moved (a checkout, a `mv`): its old watch goes, a new one
+        starts if the folder is there (watchdog keeps one watch per path, so it must go first)."""
+        old = self._watches.pop(path, None)
+        if old is not None:
+            try:
+                self._observer.unschedule(old)
+            except (KeyError, OSError):  # its emitter ended with the folder
+                pass
+        self._watch_folders()
 
     def _apply_pending(self, batch: Batch, now: float) -> Batch:
-        """Apply the batch; after a failure, a full refresh is pending, tried again after a pause."""
+        """Apply the batch; after a failure it stays pending (new changes join it), tried again after a pause."""
         if not batch:
             return batch
         if self._apply(batch) is not None:
             return Batch()
         pause = RETRY_S[min(self._failures, len(RETRY_S)) - 1]
-        return Batch(full=True, first=now + pause - self.longest, last=now + pause - self.quiet)
+        batch.first, batch.last = now + pause - self.longest, now + pause - self.quiet
+        return batch
 
 
 class _Handler:
