@@ -239,6 +239,7 @@ class Watcher:
                 return self
             from watchdog.observers import Observer
 
+            self._queue = queue.SimpleQueue()  # a new one: nothing of an earlier run (its stop) is left in it
             self._observer = Observer()
             self._watch_folders()
             try:
@@ -248,7 +249,6 @@ class Watcher:
                 raise _limit_error(exc) from None
             self._overflow = _Overflow(self)
             logging.getLogger("watchdog.observers").addHandler(self._overflow)
-            self._queue = queue.SimpleQueue()
             self._thread = threading.Thread(target=self._run, name="vaultmem-watch", daemon=True)
             self._thread.start()
         return self
