@@ -196,6 +196,17 @@ def test_after_a_batch_a_writer_finds_no_folder_stale_and_does_not_rescan(watche
     assert vault.index.catch_up() is None  # a remember's catch-up: nothing to rescan
 
 
+def test_a_one_off_remember_after_the_watchers_batch_does_not_rescan(watched, monkeypatch, capsys):
+    from vaultmem.store.index.index import Index
+
+    vault, watcher = watched
+    path = write_note(vault, "memories/By hand.md", note("01BYHAND000000000000000001", "typed in Obsidian: ibex"))
+    watcher.handle([Change("created", str(path))])
+    monkeypatch.setattr(Index, "refresh", lambda *a, **k: pytest.fail("a rescan after the watcher's batch"))
+    assert console.fast_remember(["The ibex note was typed by hand", "--vault", str(vault.root)]) == 0
+    assert capsys.readouterr().out.startswith("created: ")
+
+
 # -- the heartbeat -------------------------------------------------------------------------------
 def dead_pid() -> int:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -312,6 +323,18 @@ def test_with_the_real_observer_a_note_folder_deleted_and_made_again_is_watched_
         write_note(vault, "memories/Later.md", note("01BACK00000000000000000002", "saved into the new folder: a quail"))
         until(lambda: ids_for(vault, "quail"))  # only a watch on the new folder sees this one
         assert watcher.running
+
+
+def test_when_the_kernel_drops_events_the_next_batch_is_a_full_refresh(vault):
+    import logging
+
+    updates = []
+    with vault.watch(on_update=updates.append):
+        until(lambda: updates)
+        write_note(vault, "memories/Missed.md", note("01MISSED000000000000000001", "an event the queue lost: ocelot"))
+        logging.getLogger("watchdog.observers.inotify_c").warning("Inotify queue overflowed; filesystem events were lost")
+        until(lambda: len([u for u in updates if u.full]) == 2)
+        until(lambda: ids_for(vault, "ocelot"))
 
 
 def test_vaultmem_watch_json_prints_one_line_per_update(vault):
