@@ -325,6 +325,13 @@ def test_with_the_real_observer_a_note_folder_deleted_and_made_again_is_watched_
         assert watcher.running
 
 
+def test_a_watcher_stopped_from_its_own_callback_ends(vault):
+    watcher = Watcher(vault, on_update=lambda update: watcher.stop())
+    watcher.start()
+    until(lambda: not watcher.running)
+    assert not (vault.index.cache_dir / heartbeat.FILE).exists()
+
+
 def test_when_the_kernel_drops_events_the_next_batch_is_a_full_refresh(vault):
     import logging
 

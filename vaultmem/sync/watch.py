@@ -262,7 +262,8 @@ class Watcher:
                 observer.stop()
             if thread is not None:
                 self._queue.put(None)
-                thread.join(timeout)
+                if thread is not threading.current_thread():  # stop() from on_update: the thread ends after it
+                    thread.join(timeout)
             if observer is not None:
                 observer.join(timeout)
             if self._overflow is not None:
