@@ -111,3 +111,11 @@ def test_mcp_benchmark_smoke_times_vaultmem_over_stdio(tmp_path):
     for key in ("start_s", "handshake_s", "warm_p50_ms", "warm_p99_ms"):
         assert isinstance(vaultmem[key], (int, float)) and vaultmem[key] > 0, key
     assert vaultmem["handshake_s"] < vaultmem["start_s"]
+
+
+def test_watcher_benchmark_smoke_writes_every_figure(tmp_path):
+    figures = smoke("sync_watch.py", tmp_path / "watch.json")
+    assert figures["saves"] == 20 and figures["watcher_exit_code"] == 0
+    for key in ("save_to_recallable_p50_ms", "save_to_recallable_p99_ms", "cli_recall_watched_s",
+                "cli_recall_unwatched_s", "cli_recall_no_refresh_s", "import_floor_s"):
+        assert isinstance(figures[key], (int, float)) and figures[key] > 0, key

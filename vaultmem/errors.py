@@ -71,3 +71,12 @@ class ConfigError(VaultmemError):
 
 class IndexDamaged(VaultmemError):
     """A file of the index sidecar is damaged; the index rebuilds itself from the notes."""
+
+
+class WatchLimit(VaultmemError):
+    """The operating system allows no more file watches (Linux: an inotify limit); `setting` is the
+    sysctl that raises it."""
+
+    def __init__(self, message: str, setting: str):
+        self.setting = setting
+        super().__init__(message)

@@ -123,3 +123,12 @@ class Vault(Store):
         report = doctor(self, strict)
         report.warnings += sync_warnings(self)
         return report
+
+    def watch(self, **options: Any):
+        """Keep the index current while notes change on disk, from a thread of this process; returns
+        the started sync.watch.Watcher (stop() it, or use it as a context manager). While it runs,
+        other processes' reads skip their rescan. Options: on_update, on_error, quiet, longest.
+        Raises WatchLimit when the system allows no more file watches."""
+        from .sync.watch import Watcher
+
+        return Watcher(self, **options).start()

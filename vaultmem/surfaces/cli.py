@@ -755,3 +755,4 @@ def merge_driver(
     from ..sync.mergedriver import run_merge_driver
 
     raise typer.Exit(run_merge_driver(base, ours, theirs, path))
+from . import cli_watch  # noqa: E402,F401 registers commands

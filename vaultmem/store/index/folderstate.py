@@ -16,6 +16,10 @@ that nothing else created a file in those folders between its check and its writ
 milliseconds under the write lock: listing a 10k-note folder costs more than the whole remember.
 A batch, whose window is seconds to minutes, stores a folder's time only when the folder holds
 exactly the notes and sub-folders the index knows.
+
+A running watcher (sync/watch.py) is told of every change in the folders it watches: after each
+batch it keeps the times of the folders the batch touched, taken before it read any file, so the
+writers after it find nothing stale (store_watched).
 """
 
 from __future__ import annotations
@@ -86,6 +90,31 @@ def store_after_write(index: Index, wrote_in: set[str], verify: bool = False) ->
     index.set_meta(META_KEY, json.dumps(stored, separators=(",", ":")))
 
 
+def watched_times(folders: Iterable[str]) -> dict[str, int | None]:
+    """The watcher's look at the folders its changes touched, before it reads a file: mtime_ns of
+    each, None for one that is gone."""
+    folders = list(folders)
+    times = folder_times(folders)
+    return {folder: times.get(folder) for folder in folders}
+
+
+def store_watched(index: Index, times: dict[str, int | None]) -> None:
+    """After the watcher applied every change it was told of in these folders: keep their times
+    (taken before it read them, so a change that lands meanwhile leaves them stale); a folder that is
+    gone leaves the map with the folders below it. A folder outside the scan roots is left out."""
+    stored = _stored(index)
+    if not stored or not times:
+        return
+    roots = [str(root.path) for root in index.roots]
+    for folder, mtime in times.items():
+        if mtime is None:
+            for known in [f for f in stored if f == folder or f.startswith(folder + os.sep)]:
+                del stored[known]
+        elif any(folder == root or folder.startswith(root + os.sep) for root in roots):
+            stored[folder] = mtime
+    index.set_meta(META_KEY, json.dumps(stored, separators=(",", ":")))
+
+
 def _holds_indexed(index: Index, folder: str, stored: dict[str, int]) -> bool:
     rel = folder[len(str(index.vault_root)) + 1:].replace(os.sep, "/")
     notes, subfolders = _listing(folder)
@@ -117,4 +146,4 @@ def _stored(index: Index) -> dict[str, int]:
     return stored if isinstance(stored, dict) else {}
 
 
-__all__ = ["folder_times", "store_after_write", "store_scanned", "unchanged"]
+__all__ = ["folder_times", "store_after_write", "store_scanned", "store_watched", "unchanged", "watched_times"]

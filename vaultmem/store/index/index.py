@@ -22,14 +22,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import folderstate
+from .. import heartbeat
 from ...text import terms as text
 from ...errors import IndexDamaged, VaultmemError
 from ..events import log_files, read_new_lines
 from ..files import remove_stale_temps, remove_tree
 from .records import Record, encode_terms, index_terms
-from .scan import RefreshStats, ScanRoot, map_chunks, walk
+from .scan import RefreshStats, ScanRoot, look_at, map_chunks, walk
 from .sidecar import SCHEMA_VERSION, Sidecar, heals
-from .sqlrows import (INSERT_KEY, INSERT_NOTE, NOTE_FIELDS, UPSERT_ACCESS, drop_lookups, dup_keys, record_from_row,
+from .sqlrows import (INSERT_KEY, INSERT_NOTE, NOTE_FIELDS, UPSERT_ACCESS, drop_lookups, dup_keys, known_under,
+                      record_from_row,
                       row_dict, to_row, transaction)
 from ..writelock import DEFAULT_TIMEOUT
 
@@ -92,9 +94,12 @@ class Index(Sidecar):
         """Bring the index in line with the files: parse what changed, drop what is gone.
 
         With force, every note is parsed again and the index rebuilt from scratch. With wait False
-        (a read), nothing is done while another writer holds the lock (stats.skipped): the read
-        answers from what is indexed instead of waiting for, say, a whole batch.
+        (a read), nothing is done while another writer holds the lock (stats.skipped), nor while a
+        live watcher keeps the index current (stats.watched, see heartbeat.py): the read answers
+        from what is indexed instead of waiting for, say, a whole batch.
         """
+        if not wait and not force and heartbeat.live(self.cache_dir):
+            return RefreshStats(watched=True)
         with self._write_lock(wait) as held:
             if not held:
                 return RefreshStats(skipped=True)
@@ -132,15 +137,50 @@ class Index(Sidecar):
             folderstate.store_scanned(self, folders)
             return stats
 
+    @heals
+    def refresh_paths(self, paths: Iterable[str], folders: Iterable[str] = ()) -> RefreshStats:
+        """Bring the index in line with these vault paths only (the watcher's batch): a file is read
+        again (its bytes decide), a folder stands for every note below it on disk and in the index,
+        a path that is gone drops its rows; paths outside the scan roots are left alone.
+
+        folders (absolute, as a scan names them) are those the changes touched: their times, taken
+        before any file is read, are kept for catch_up (folderstate.store_watched), so a writer that
+        comes after the watcher does not rescan what it has seen. An index never built is built.
+        """
+        with self._write_lock():
+            if self._writer.depth == 1:
+                self._follow_rebuild()
+            conn = self._conn()
+            if not self._meta(conn, "generation"):
+                return self.refresh()
+            times = folderstate.watched_times(folders)
+            checked = int(self._meta(conn, "checked_ns", "0"))  # when the last full look was: not now
+            paths = list(paths)
+            files, named = look_at(str(self.vault_root), self.roots, paths)
+            known = known_under(conn, paths)
+            todo = [rel for rel, (_, mtime, size) in files.items()
+                    if rel in named or known.get(rel) != (mtime, size) or mtime >= checked - RACY_NS]
+            gone = [rel for rel in known if rel not in files]
+            records, restamped = self._read_changed(todo, files, self._shas(conn, [r for r in todo if r in known]), None)
+            stats = RefreshStats(scanned=len(files), read=len(todo), parsed=len(records), removed=len(gone))
+            stats.added = sum(1 for rec in records if rec.path not in known)
+            stats.updated = len(records) - stats.added
+            big = len(records) > self._threshold(conn)
+            self._apply(conn, records, gone, restamped, to_delta=not big, checked_ns=checked, replacing=known)
+            stats.compacted = self._maybe_compact(conn, None, {r.path: r.terms for r in records} if big else None)
+            folderstate.store_watched(self, times)
+            return stats
+
     def catch_up(self, wait: bool = True) -> RefreshStats | None:
         """Refresh if a note may have been created, renamed or deleted since the index last looked (a
         clone, a pull, a killed write: see folderstate.py); None when nothing changed.
 
         A writer (wait True) checks under the writers' lock, which it goes on holding while it writes.
         A reader (wait False) checks first without it, and while another writer is at work answers
-        from what is indexed (stats.skipped) rather than wait for, say, a whole batch.
+        from what is indexed (stats.skipped) rather than wait for, say, a whole batch; while a live
+        watcher keeps the index current (heartbeat.py) it does not look at all.
         """
-        if not wait and folderstate.unchanged(self):
+        if not wait and (heartbeat.live(self.cache_dir) or folderstate.unchanged(self)):
             return None
         with self._write_lock(wait) as held:
             if not held:

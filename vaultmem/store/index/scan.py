@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ class RefreshStats:
     removed: int = 0
     compacted: bool = False
     skipped: bool = False  # another writer held the lock: nothing was looked at (a read's refresh)
+    watched: bool = False  # a live watcher keeps the index current: nothing was looked at (a read's refresh)
 
 
 def walk(folder: str, temps: list[str] | None = None, folders: dict[str, int] | None = None
@@ -76,6 +77,44 @@ def walk(folder: str, temps: list[str] | None = None, folders: dict[str, int] | 
                     stack.append(entry.path)
 
 
+def root_of(vault_root: str, roots: Sequence[ScanRoot], rel: str) -> ScanRoot | None:
+    """The scan root holding a vault path (or being it); None outside them or under a hidden name."""
+    if any(part.startswith(".") for part in rel.split("/")):
+        return None
+    path = os.path.join(vault_root, rel)
+    for root in roots:
+        base = str(root.path)
+        if path == base or path.startswith(base + os.sep):
+            return root
+    return None
+
+
+def look_at(vault_root: str, roots: Sequence[ScanRoot], paths: Iterable[str]
+            ) -> tuple[dict[str, tuple[ScanRoot, int, int]], set[str]]:
+    """The note files at or below these vault paths, as Index.scan gives them (a path that is gone
+    or outside the roots gives none), and which of them were named themselves."""
+    files: dict[str, tuple[ScanRoot, int, int]] = {}
+    named: set[str] = set()
+    prefix = len(vault_root) + 1
+    for rel in paths:
+        root = root_of(vault_root, roots, rel)
+        if root is None:
+            continue
+        path = os.path.join(vault_root, rel)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            for found, mtime, size in walk(path):
+                sub = found[prefix:].replace(os.sep, "/")
+                files[sub] = (root_of(vault_root, roots, sub) or root, mtime, size)
+        elif stat.S_ISREG(st.st_mode) and rel.endswith(".md"):
+            files[rel] = (root, st.st_mtime_ns, st.st_size)
+            named.add(rel)
+    return files, named
+
+
 def map_chunks(root: str, chunks: list[list[tuple]], defaults: dict[str, Any]
                ) -> Iterator[tuple[list[Record], list[tuple]]]:
     """build_records over chunks: in worker processes when there is enough work and more than one core."""
@@ -90,4 +129,4 @@ def map_chunks(root: str, chunks: list[list[tuple]], defaults: dict[str, Any]
         yield from pool.map(build_records, [root] * len(chunks), chunks, [defaults] * len(chunks))
 
 
-__all__ = ["RefreshStats", "ScanRoot", "map_chunks", "walk"]
+__all__ = ["RefreshStats", "ScanRoot", "look_at", "map_chunks", "root_of", "walk"]

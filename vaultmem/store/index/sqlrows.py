@@ -138,5 +138,21 @@ def record_from_row(values: tuple) -> Record:
     return Record(**row_dict(values))
 
 
+def known_under(conn: sqlite3.Connection, paths: list[str]) -> dict[str, tuple[int, int]]:
+    """(mtime_ns, size) of the indexed notes at these vault paths or below them (one query per 900
+    paths, one more per path that may be a folder)."""
+    known: dict[str, tuple[int, int]] = {}
+    for start in range(0, len(paths), 900):
+        part = paths[start:start + 900]
+        rows = conn.execute(f"SELECT path, mtime_ns, size FROM notes WHERE path IN ({','.join('?' * len(part))})", part)
+        known.update((path, (mtime, size)) for path, mtime, size in rows)
+    for rel in paths:
+        if not rel.endswith(".md") or rel not in known:  # a folder, or one named like a note
+            rows = conn.execute("SELECT path, mtime_ns, size FROM notes WHERE path > ? AND path < ?",
+                                (rel + "/", rel + "/\U0010ffff"))
+            known.update((path, (mtime, size)) for path, mtime, size in rows)
+    return known
+
+
 __all__ = ["INSERT_KEY", "INSERT_NOTE", "NOTE_FIELDS", "SCHEMA", "UPSERT_ACCESS", "connect", "drop_lookups",
-           "dup_keys", "is_damage", "record_from_row", "row_dict", "to_row", "transaction"]
+           "dup_keys", "is_damage", "known_under", "record_from_row", "row_dict", "to_row", "transaction"]
