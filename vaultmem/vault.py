@@ -123,3 +123,10 @@ class Vault(Store):
         report = doctor(self, strict)
         report.warnings += sync_warnings(self)
         return report
+
+    def repair(self, dry_run: bool = False):
+        """Fold conflict markers, sync tools' copies and duplicate-id copies back into their notes by the
+        merge driver's rules, backed up and audited (a repair.RepairReport)."""
+        from .sync.repair import repair
+
+        return repair(self, dry_run)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..notes.conflicts import conflict_marker_line, is_sync_conflict_copy
 from ..text import terms as text
 from ..store.index.records import given_epoch, link_key
 
@@ -133,8 +133,12 @@ class DoctorReport:
                     or self.warnings)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {**asdict(self), "ok": self.ok}
+        """JSON-ready form; `fixes` names the command that folds each kind of finding back."""
+        found = asdict(self)
+        return {**found, "ok": self.ok, "fixes": {key: fix for key, fix in FIXES.items() if found[key]}}
+
+
+FIXES = {"conflict_markers": "vaultmem repair", "sync_conflicts": "vaultmem repair", "duplicate_ids": "vaultmem repair"}
 
 
 def doctor(vault: Store, strict: bool = False) -> DoctorReport:
@@ -167,32 +171,6 @@ def doctor(vault: Store, strict: bool = False) -> DoctorReport:
     if not getattr(yaml, "__with_libyaml__", False):
         report.warnings.append("PyYAML has no libyaml: indexing is about 8x slower (install PyYAML with libyaml)")
     return report
-
-
-_MARKERS = (re.compile(r"^<{7}(?: |$)", re.M), re.compile(r"^={7}$", re.M), re.compile(r"^>{7}(?: |$)", re.M))
-_SYNC_COPY = re.compile(r"\.sync-conflict-\d{8}-\d{6}|\([^)]*\bconflicted copy\b[^)]*\)|\(conflict \d{4}-",
-                        re.IGNORECASE)
-
-
-def conflict_marker_line(body: str) -> int | None:
-    """The 1-based line of the first git conflict block (<<<<<<<, =======, >>>>>>> in that order), or None."""
-    if "<<<<<<<" not in body:
-        return None
-    at = 0
-    found = []
-    for marker in _MARKERS:
-        match = marker.search(body, at)
-        if match is None:
-            return None
-        found.append(match.start())
-        at = match.end()
-    return body.count("\n", 0, found[0]) + 1
-
-
-def is_sync_conflict_copy(path: str) -> bool:
-    """Whether a file name is a sync tool's conflict copy: Syncthing's `x.sync-conflict-YYYYMMDD-HHMMSS-ID.md`,
-    Dropbox's `x (… conflicted copy …).md`, Obsidian Sync's `x (Conflicted copy …).md`, `x (conflict 2024-…)`."""
-    return _SYNC_COPY.search(path.rsplit("/", 1)[-1]) is not None
 
 
 def _secrets(vault: Store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

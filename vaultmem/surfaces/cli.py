@@ -714,16 +714,16 @@ def _print_report(report) -> None:
     for item in report.bad_log_lines:
         say(f"bad log line (skipped): {item['path']}, line {item['line']}: {item['problem']}", style="warn")
     for note_id, paths in report.duplicate_ids.items():
-        say(f"duplicate id {note_id}: {', '.join(paths)}", style="warn")
+        say(f"duplicate id {note_id}: {', '.join(paths)} (fold the copies into one: vaultmem repair)", style="warn")
     for group in report.duplicate_memories:
         say(f"duplicate memories ({group['reason']}): {', '.join(group['paths'])}", style="warn")
     for item in report.broken_links:
         say(f"broken link [[{item['link']}]] in {item['path']}", style="warn")
     for item in report.conflict_markers:
-        say(f"git conflict markers in {item['path']}, line {item['line']} (a merge bypassed vaultmem's driver)",
-            style="warn")
+        say(f"git conflict markers in {item['path']}, line {item['line']} (a merge bypassed vaultmem's driver; "
+            "fix: vaultmem repair)", style="warn")
     for path in report.sync_conflicts:
-        say(f"sync conflict copy: {path} (fold it into its note by hand, then delete it)", style="warn")
+        say(f"sync conflict copy: {path} (fold it into its note: vaultmem repair)", style="warn")
     for item in report.secrets:
         say(f"secret ({', '.join(item['kinds'])}) in {item['path']}", style="warn")
     for path in report.missing_ids:
@@ -755,3 +755,4 @@ def merge_driver(
     from ..sync.mergedriver import run_merge_driver
 
     raise typer.Exit(run_merge_driver(base, ours, theirs, path))
+from . import cli_repair  # noqa: E402,F401 registers commands

@@ -24,7 +24,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..recall.catalog import is_sync_conflict_copy
+from ..notes.conflicts import conflict_marker_line, copy_original, is_sync_conflict_copy, split_conflict
 from ..errors import VaultmemError
 from ..store.files import atomic_write
 from ..store.index.records import content_hash
@@ -33,12 +33,9 @@ from .mergedriver import merge_copies
 if TYPE_CHECKING:
     from ..store.store import Store
 
-__all__ = ["Repair", "RepairReport", "has_conflict_markers", "repair", "split_conflict"]
+__all__ = ["Repair", "RepairReport", "repair"]
 
 BACKUP_DIR = "repair-backup"
-_MARKER = re.compile(r"^(<{7,}|\|{7,}|={7,}|>{7,})(?:[ \t].*)?\r?\n?$")
-_COPY_SUFFIX = re.compile(r"(?:\.sync-conflict-\d{8}-\d{6}(?:-[A-Za-z0-9]+)?|\s*\([^)]*\bconflicted copy\b[^)]*\)"
-                          r"|\s*\(conflict \d{4}-[^)]*\))$", re.IGNORECASE)
 _NUMBERED = re.compile(r" \d+$")  # iCloud's and Finder's `x 2.md`, and vaultmem's own numbered names
 _NESTING = 16  # conflict blocks inside conflict blocks, resolved from the outside in, at most this deep
 
@@ -79,54 +76,13 @@ class _Skip(Exception):
 
 
 # -- conflict markers -----------------------------------------------------------------------------------------
-def has_conflict_markers(text: str) -> bool:
-    """Whether a text holds at least one git conflict block (`<<<<<<<` at a line start, paired or not)."""
-    return any(line.startswith("<<<<<<<") and _MARKER.match(line) for line in text.splitlines())
-
-
-def split_conflict(text: str) -> tuple[str | None, str, str] | None:
-    """A text with git's conflict blocks split into (base, ours, theirs); base None unless every block has
-    its ancestor (diff3). None when the markers do not pair up. A block inside a block (same marker size)
-    stays whole in its side; one of another size is only text here."""
-    sides: dict[str, list[str]] = {"ours": [], "base": [], "theirs": []}
-    where, size, depth, every_base, block_base = None, 0, 0, True, False
-    for line in text.splitlines(keepends=True):
-        marker = _MARKER.match(line)
-        kind, length = (marker.group(1)[0], len(marker.group(1))) if marker else ("", 0)
-        if where is None:
-            if kind == "<":
-                where, size, depth, block_base = "ours", length, 0, False
-            else:
-                for lines in sides.values():
-                    lines.append(line)
-            continue
-        if length == size and kind == "<":
-            depth += 1
-        elif length == size and kind == ">" and depth:
-            depth -= 1
-        elif length == size and depth == 0 and (where, kind) in (("ours", "|"), ("ours", "="), ("base", "=")):
-            block_base = block_base or kind == "|"
-            where = "base" if kind == "|" else "theirs"
-            continue
-        elif length == size and depth == 0 and kind == ">":
-            if where != "theirs":
-                return None  # a block without its ======= line
-            every_base = every_base and block_base
-            where = None
-            continue
-        sides[where].append(line)
-    if where is not None:
-        return None  # an unclosed block
-    return ("".join(sides["base"]) if every_base else None), "".join(sides["ours"]), "".join(sides["theirs"])
-
-
 def _resolved(data: bytes, path: str, depth: int = 0) -> tuple[bytes, bool]:
     """A note's bytes with every conflict block merged away, and whether a callout had to keep both texts.
 
     Raises _Skip: the markers do not pair up, or a side is no note vaultmem can read.
     """
     text = _text(data)
-    if not has_conflict_markers(text):
+    if conflict_marker_line(text) is None:
         return data, False
     split = split_conflict(text)
     if split is None or depth >= _NESTING:
@@ -134,7 +90,7 @@ def _resolved(data: bytes, path: str, depth: int = 0) -> tuple[bytes, bool]:
     base, ours, theirs = split
     ours_b, clash_o = _resolved(ours.encode("utf-8"), path, depth + 1)
     theirs_b, clash_t = _resolved(theirs.encode("utf-8"), path, depth + 1)
-    base_b = None if base is None or has_conflict_markers(base) else base.encode("utf-8")
+    base_b = None if base is None or conflict_marker_line(base) is not None else base.encode("utf-8")
     merged = merge_copies(ours_b, theirs_b, path, base_b)
     if merged is None:
         raise _Skip("a side of its conflict is no note vaultmem can read (bad properties); fix it by hand")
@@ -157,20 +113,13 @@ def _text(data: bytes) -> str:
 
 
 # -- copies ---------------------------------------------------------------------------------------------------
-def original_name(name: str) -> str | None:
-    """The note a sync tool's conflict copy is a copy of (`x.sync-conflict-….md` -> `x.md`), or None."""
-    stem, dot, ext = name.rpartition(".")
-    match = _COPY_SUFFIX.search(stem) if dot else None
-    return f"{stem[:match.start()]}.{ext}" if match and match.start() else None
-
-
 def _copy_groups(vault: Store, files: list[str]) -> list[tuple[str, str, list[str]]]:
     """(kind, original, copies): sync tools' copies by name, then the files that share one memory id."""
     on_disk = set(files)
     groups: dict[str, tuple[str, list[str]]] = {}
     for rel in files:
         folder, _, name = rel.rpartition("/")
-        original = original_name(name) if is_sync_conflict_copy(rel) else None
+        original = copy_original(name) if is_sync_conflict_copy(rel) else None
         if original:
             groups.setdefault(f"{folder}/{original}" if folder else original, ("copy", []))[1].append(rel)
     copies = {c for _, members in groups.values() for c in members}
