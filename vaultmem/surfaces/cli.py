@@ -691,7 +691,7 @@ def _print_stats(data: dict) -> None:
 @app.command()
 def doctor(vault: VaultOpt = None, json_out: JsonOpt = False,
            strict: Annotated[bool, typer.Option(
-               "--strict", help="Also read every note for secrets (for CI and pre-commit hooks).")] = False) -> None:
+               "--strict", help="Also read every note for secrets and expired notes (for CI; `vaultmem lint`).")] = False) -> None:
     """Find unparsable notes, duplicate ids and memories, broken links, conflict markers, sync-conflict copies and index drift (exit 3 if any).
 
     \b
@@ -726,6 +726,8 @@ def _print_report(report) -> None:
         say(f"sync conflict copy: {path} (fold it into its note: vaultmem repair)", style="warn")
     for item in report.secrets:
         say(f"secret ({', '.join(item['kinds'])}) in {item['path']}", style="warn")
+    for item in report.expired:
+        say(f"expired ({item['expires']}): {item['path']} (vaultmem forget {item['id']} --reason expired)", style="warn")
     for path in report.missing_ids:
         say(f"no id (found by path until it has one): {path}")
     for warning in report.warnings:
