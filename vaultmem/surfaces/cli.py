@@ -337,7 +337,7 @@ def import_(source: Annotated[Path, typer.Argument(
                 "--namespace", "-n", metavar="NAME", help="The namespace of the imported memories.")] = None,
             vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
     """Bring memories in; the source is only read. An export's notes come back with their ids (a note
-    the vault has already is kept as it is); Hermes entries and Markdown notes go through the write
+    the vault has already is merged into it by the merge driver's rules); Hermes entries and Markdown notes go through the write
     pipeline (secrets cleaned, duplicates merged).
 
     \b

@@ -119,7 +119,7 @@ def merge_copies(ours: bytes, theirs: bytes, path: str, base: bytes | None = Non
         return None
     if ancestor is None:
         meta = {k: v for k, v in sides[0].meta.items() if _equal(v, sides[1].meta.get(k, MISSING))}
-        body = _shared_lines(sides[0].body, sides[1].body)
+        body = sides[1].body if _holds(sides[0].body, sides[1].body) else _shared_lines(sides[0].body, sides[1].body)
     else:
         meta, body = ancestor.meta, ancestor.body
     if not sides[0].has_frontmatter:
@@ -127,6 +127,14 @@ def merge_copies(ours: bytes, theirs: bytes, path: str, base: bytes | None = Non
         return _merge_bodies(body, sides[0].body, sides[1].body, labels, sides[0].newline)[0].encode("utf-8")
     merged = _merge_note(meta, body, *sides)
     return None if merged is None else merged.encode("utf-8")
+
+
+def _holds(ours: str, theirs: str) -> bool:
+    """Whether every line of theirs is in ours already, as it is or quoted in a callout (a copy merged
+    before, imported again): then theirs brings no text and ours' body stands."""
+    held = {line.strip() for line in ours.splitlines()}
+    held |= {line.strip()[4:].strip() for line in ours.splitlines() if line.strip().startswith("> > ")}
+    return all(line.strip() in held for line in theirs.splitlines() if line.strip())
 
 
 def _shared_lines(ours: str, theirs: str) -> str:
@@ -178,6 +186,7 @@ def _parse_sides(base: bytes, ours: bytes, theirs: bytes, path: str) -> tuple[No
 def _merge_note(base_meta: dict[str, Any], base_body: str, ours: Note, theirs: Note) -> str | None:
     """The merged note's text, or None when no side's layout can take the merged properties."""
     merged = _merge_meta(base_meta, ours.meta, theirs.meta)
+    merged.conflicts = [c for c in merged.conflicts if not _recorded(ours.body, c[0], c[2])]
     labels = (_label("ours", base_meta, ours.meta), _label("theirs", base_meta, theirs.meta))
     body, clashed = _merge_bodies(base_body, ours.body, theirs.body, labels, ours.newline)
     if merged.conflicts:
@@ -417,6 +426,12 @@ def _with_property_callout(body: str, conflicts: list[tuple[str, Any, Any]], lab
         line = f"> property {key}: {labels[0]} {_shown(ours)} was kept; {labels[1]} had {_shown(theirs)}"
         lines.append(line.replace("\n", nl + "> "))  # a value's own line breaks stay inside the callout
     return body + _blank_line_before(body, nl) + nl.join(lines) + nl
+
+
+def _recorded(body: str, key: str, theirs: Any) -> bool:
+    """Whether ours' body has a callout line recording this value of theirs already (merged before)."""
+    start, end = f"> property {key}: ", f" had {_shown(theirs)}"
+    return any(line.startswith(start) and line.rstrip("\r").endswith(end) for line in body.split("\n"))
 
 
 def _shown(value: Any) -> str:
