@@ -70,7 +70,8 @@ def test_a_secret_in_a_staged_note_refuses_the_commit(repo):
     write_note(repo, "memories/Keys.md", NOTE.format(n=9) + "the deploy key is sk-" + "Zy9Qx7" * 7 + "\n")
     git(repo.root, "add", "-A")
     refused = git(repo.root, "commit", "-q", "-m", "secret", check=False)
-    assert refused.returncode == 1 and "secret (api_key) in memories/Keys.md" in refused.stderr  # git shows a hook's output on stderr
+    # git shows a hook's output on stderr
+    assert refused.returncode == 1 and "secret (api_key) in memories/Keys.md" in refused.stderr
     report = json.loads(vm("hook", "run", "--vault", str(repo.root), "--json").stdout)
     assert report["secrets"] == [{"path": "memories/Keys.md", "kinds": ["api_key"]}] and not report["ok"]
 

@@ -205,3 +205,19 @@ def test_the_cli_repairs_says_what_and_doctor_names_the_fix(vault):
     write_note(vault, "memories/Broken.md", HEAD + "<<<<<<< a\nx\n<<<<<<< b\ny\n=======\nz\n>>>>>>> c\n")
     left = runner.invoke(app, ["repair", "--vault", str(vault.root), "--json"])
     assert left.exit_code == 3 and json.loads(left.output)["skipped"][0]["path"] == "memories/Broken.md"
+
+
+def test_a_dry_run_says_what_a_run_does_for_a_copy_with_markers_in_it(vault):
+    note = vault.remember("The build server is ci-7", tags=["ci"])
+    original = (vault.root / note.path).read_text(encoding="utf-8")
+    copy = note.path[:-3] + ".sync-conflict-20261201-101500-ABCDEF1.md"
+    marked = "<<<<<<< a\ntags: [ci, build]\n=======\ntags: [ci]\n>>>>>>> b"
+    write_note(vault, copy, original.replace("tags: [ci]", marked))
+    before = {p: p.read_bytes() for p in (vault.root / "memories").iterdir()}
+    dry = repair(vault, dry_run=True)
+    assert [(r.kind, r.path) for r in dry.repaired] == [("markers", copy), ("copy", note.path)] and dry.ok
+    assert {p: p.read_bytes() for p in (vault.root / "memories").iterdir()} == before  # nothing written
+    done = repair(vault)
+    assert [(r.kind, r.path) for r in done.repaired] == [("markers", copy), ("copy", note.path)]
+    assert parse_note((vault.root / note.path).read_text(encoding="utf-8")).meta["tags"] == ["ci", "build"]
+    assert not (vault.root / copy).exists()

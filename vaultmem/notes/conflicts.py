@@ -71,7 +71,8 @@ def split_conflict(text: str) -> tuple[str | None, str, str] | None:
 
 def is_sync_conflict_copy(path: str) -> bool:
     """Whether a file name is a sync tool's conflict copy: Syncthing's `x.sync-conflict-YYYYMMDD-HHMMSS-ID.md`,
-    Dropbox's `x (… conflicted copy …).md`, Obsidian Sync's `x (Conflicted copy …).md`, `x (conflict 2024-…)`."""
+    Dropbox's `x (… conflicted copy …).md`, Obsidian Sync's `x (Conflicted copy …).md`,
+    `x (conflict 2024-…)`."""
     return copy_original(path.rsplit("/", 1)[-1]) is not None
 
 

@@ -68,7 +68,7 @@ def hook_text(vault: Store) -> str:
     """The hook script: the chained hook first, then this interpreter's `vaultmem hook run`."""
     python, root = shlex.quote(sys.executable), shlex.quote(str(vault.root))
     return (f"#!/bin/sh\n{HOOK_MARK}: refuses conflict markers, secrets and mass deletions in the staged notes.\n"
-            "# Written by `vaultmem hook install`; `vaultmem hook uninstall` removes it (and restores a chained hook).\n"
+            "# Written by `vaultmem hook install`; `vaultmem hook uninstall` removes it (and restores a kept hook).\n"
             f'chained="$(dirname "$0")/{CHAINED}"\n'
             'if [ -x "$chained" ]; then "$chained" "$@" || exit $?; fi\n'
             f"exec {python} -m vaultmem hook run --vault {root}\n")

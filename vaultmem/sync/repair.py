@@ -152,6 +152,7 @@ class _Run:
         self.report = RepairReport(dry_run)
         self.backup = vault.state / BACKUP_DIR / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         self.files = sorted(vault.index.scan())
+        self.resolved: dict[str, bytes] = {}  # notes whose markers were merged away (a dry run writes none)
 
     def markers(self) -> None:
         for rel in self.files:
@@ -162,6 +163,7 @@ class _Run:
             try:
                 merged, item.callout = _resolved(data, rel)
                 self._writable(rel)
+                self.resolved[rel] = merged
                 if not self.dry_run:
                     item.backup.append(self._back_up(rel, data))
                     self.vault.write_text(self.vault.root / rel, merged, expected_sha=content_hash(data))
@@ -184,13 +186,13 @@ class _Run:
         """Merge the copies into the original one by one; write it; back the old files up; remove the copies."""
         path = self.vault.root / item.path
         first = path.exists()
-        current = self._read(item.path) if first else self._read(item.copies[0])
+        before = self._read(item.path) if first else None
+        current = self._current(item.path) if first else self._current(item.copies[0])
         if current is None:
             raise _Skip("its files changed while repair ran; run it again")
-        before = current
         _text(current)
         for rel in item.copies[0 if first else 1:]:
-            data = self._read(rel)
+            data = self._current(rel)
             if data is None:
                 continue
             _text(data)
@@ -206,7 +208,7 @@ class _Run:
             return
         olds = {rel: self._read(rel) for rel in [item.path] * first + item.copies}
         item.backup += [self._back_up(rel, data) for rel, data in olds.items() if data is not None]
-        if first:
+        if first and before is not None:
             if current != before:
                 self.vault.write_text(path, current, expected_sha=content_hash(before))
         else:
@@ -215,6 +217,10 @@ class _Run:
             data = olds[rel]
             if data is not None and content_hash((self.vault.root / rel).read_bytes()) == content_hash(data):
                 (self.vault.root / rel).unlink()
+
+    def _current(self, rel: str) -> bytes | None:
+        """A file's bytes as this run left them (its markers merged away, in a dry run too)."""
+        return self.resolved.get(rel) or self._read(rel)
 
     def _read(self, rel: str) -> bytes | None:
         try:
