@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,9 +22,10 @@ IDENTITY = ["-c", "user.name=Test", "-c", "user.email=test@example.com"]
 NOTE = "---\nid: 01J00000000000000000000{n:03d}\ntype: fact\n---\nNote number {n}.\n"
 
 
-def git(where: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", "-C", str(where), *IDENTITY, *args], capture_output=True, text=True, check=check,
-                          env={**os.environ, "NO_COLOR": "1"})
+def git(where: Path, *args: str, check: bool = True, path: str | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "NO_COLOR": "1", **({"PATH": path} if path else {})}
+    return subprocess.run([shutil.which("git"), "-C", str(where), *IDENTITY, *args], capture_output=True, text=True,
+                          check=check, env=env)
 
 
 def vm(*args: str) -> subprocess.CompletedProcess:
@@ -50,7 +52,11 @@ def test_the_hook_names_this_interpreter_and_lets_a_clean_commit_through(repo):
     assert HOOK_MARK in text and sys.executable in text and os.access(hook, os.X_OK)
     write_note(repo, "memories/Clean.md", NOTE.format(n=7))
     git(repo.root, "add", "-A")
-    assert git(repo.root, "commit", "-q", "-m", "clean").returncode == 0
+    gui = os.path.dirname(shutil.which("git"))  # a GUI client's PATH: git's folder only, no vaultmem, no venv
+    assert git(repo.root, "commit", "-q", "-m", "clean", path=gui).returncode == 0
+    write_note(repo, "memories/Marked.md", NOTE.format(n=8) + "<<<<<<< a\nx\n=======\ny\n>>>>>>> b\n")
+    git(repo.root, "add", "-A")
+    assert git(repo.root, "commit", "-q", "-m", "m", check=False, path=gui).returncode == 1
 
 
 def test_conflict_markers_in_a_staged_note_refuse_the_commit(repo):

@@ -24,11 +24,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..notes.conflicts import conflict_marker_line, copy_original, is_sync_conflict_copy, split_conflict
+from ..notes.conflicts import conflict_marker_line, copy_original, split_conflict
 from ..errors import VaultmemError
 from ..store.files import atomic_write
 from ..store.index.records import content_hash
-from .mergedriver import merge_copies
+from .mergedriver import CALLOUT, merge_copies
 
 if TYPE_CHECKING:
     from ..store.store import Store
@@ -99,8 +99,6 @@ def _resolved(data: bytes, path: str, depth: int = 0) -> tuple[bytes, bool]:
 
 def _flagged(merged: bytes, *sides: bytes) -> bool:
     """Whether the merge added the driver's callout (no side had as many)."""
-    from .mergedriver import CALLOUT
-
     mark = CALLOUT.encode("utf-8")
     return merged.count(mark) > max(side.count(mark) for side in sides)
 
@@ -119,7 +117,7 @@ def _copy_groups(vault: Store, files: list[str]) -> list[tuple[str, str, list[st
     groups: dict[str, tuple[str, list[str]]] = {}
     for rel in files:
         folder, _, name = rel.rpartition("/")
-        original = copy_original(name) if is_sync_conflict_copy(rel) else None
+        original = copy_original(name)
         if original:
             groups.setdefault(f"{folder}/{original}" if folder else original, ("copy", []))[1].append(rel)
     copies = {c for _, members in groups.values() for c in members}
