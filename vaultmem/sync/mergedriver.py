@@ -26,7 +26,10 @@ a quoted block named ours/theirs with the devices its version vector advanced), 
 becomes needs-verification (by the precedence above: a superseded note stays superseded). Such a note
 is merged as far as git is concerned (exit 0): the callout, not a conflict marker, carries the conflict,
 so nothing ever commits `<<<<<<<` into a note, and no text is lost. A recorded property conflict does
-the same.
+the same; a value of theirs that ours' callout records already is not recorded twice.
+
+`merge_copies` serves what bypassed git's driver (`vaultmem repair`, an import of an export): two copies
+of a note, or two sides with their ancestor, merged by these same rules.
 
 A file that is not a note on both sides (no frontmatter, invalid YAML, binary) gets git's own text
 merge (`git merge-file`): its result and exit status, so git reports a normal conflict. Renames,
