@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import SAMPLE, snapshot_files
 from vaultmem import Vault
 from vaultmem.errors import VaultmemError
+from vaultmem.sync.mergedriver import CALLOUT
 from vaultmem.sync.exchange import EXPORT_SCHEMA, export_records, import_source
 from vaultmem.notes.note import parse_note
 
@@ -32,7 +34,49 @@ def test_an_export_restores_every_note_byte_for_byte_with_its_id_and_a_second_im
     assert _notes(fresh) == _notes(sample)
     assert {h.id for h in fresh.recall("CT2024", record_access=False)} == \
         {h.id for h in sample.recall("CT2024", record_access=False)}
-    assert import_source(fresh, exported) == {"source": str(exported), "kind": "vaultmem", "kept": len(records)}
+    assert import_source(fresh, exported) == {"source": str(exported), "kind": "vaultmem", "unchanged": len(records)}
+    assert _notes(fresh) == _notes(sample)
+
+
+def _export(vault: Vault, where) -> Path:
+    where.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in export_records(vault)), encoding="utf-8")
+    return where
+
+
+def _edit(vault: Vault, note_id: str, old: str, new: str) -> None:
+    path = vault.root / vault.get(note_id).path
+    path.write_text(path.read_text(encoding="utf-8").replace(old, new, 1), encoding="utf-8")
+
+
+def test_an_import_merges_a_note_the_vault_has_by_the_driver_rules(vault, tmp_path):
+    note = vault.remember("The staging database is db-stage-2.\n\nIt is rebuilt nightly.", tags=["db"], score=5)
+    laptop = Vault.init(tmp_path / "laptop")
+    assert import_source(laptop, _export(vault, tmp_path / "first.jsonl"))["restored"] >= 1
+    # the laptop adds a tag and a paragraph; this vault raises the score and rewords the last line
+    _edit(laptop, note.id, "tags: [db]", "tags: [db, staging]")
+    _edit(laptop, note.id, "It is rebuilt nightly.", "It is rebuilt nightly.\n\nBackups run at 02:00.")
+    _edit(vault, note.id, "score: 5.0", "score: 8.0")
+    summary = import_source(vault, _export(laptop, tmp_path / "laptop.jsonl"))
+    assert summary["merged"] == 1
+    merged = vault.markdown(note.id)
+    meta = parse_note(merged).meta
+    assert meta["tags"] == ["db", "staging"] and meta["score"] == 8.0 and meta["id"] == note.id
+    assert "Backups run at 02:00." in merged and CALLOUT not in merged
+    again = import_source(vault, tmp_path / "laptop.jsonl")
+    assert again.get("merged", 0) == 0 and vault.markdown(note.id) == merged  # nothing new the second time
+
+
+def test_an_import_keeps_both_texts_of_a_line_both_vaults_changed_in_a_callout(vault, tmp_path):
+    note = vault.remember("Deploys go out on Tuesdays at 22:00.")
+    laptop = Vault.init(tmp_path / "laptop")
+    import_source(laptop, _export(vault, tmp_path / "first.jsonl"))
+    _edit(laptop, note.id, "at 22:00.", "at 23:00.")
+    _edit(vault, note.id, "Tuesdays", "Wednesdays")
+    assert import_source(vault, _export(laptop, tmp_path / "laptop.jsonl"))["merged"] == 1
+    merged = vault.markdown(note.id)
+    assert CALLOUT in merged and "Tuesdays at 23:00." in merged and "Wednesdays at 22:00." in merged
+    assert parse_note(merged).meta["status"] == "needs-verification"
+    assert import_source(vault, tmp_path / "laptop.jsonl").get("merged", 0) == 0
 
 
 @pytest.mark.parametrize("path", ["../../etc/passwd.md", "/etc/x.md", "memories/../../x.md", "notes.txt",

@@ -112,6 +112,9 @@ reinforcement:
   reward: 0.5             # strength added per recorded use
   max_reward: 5.0         # cap of that bonus
 
+sync:                     # `vaultmem sync` and the pre-commit hook (`vaultmem hook install`)
+  max_deletions: 50       # the hook refuses a commit that deletes more notes than this (a mass deletion)
+
 index:
   auto_refresh: true      # rescan changed files before each CLI recall (remember: --refresh)
   compact_min: 256        # merge the delta into a new generation past max(compact_min, compact_ratio x notes)
@@ -139,7 +142,7 @@ _RULES: dict[str, tuple[str, Any]] = {
     "ranking.fusion": ("weighted or rrf", lambda v: v in ("weighted", "rrf")),
     **dict.fromkeys(["ranking.fuzzy_rescore", "ranking.feedback_docs", "ranking.feedback_terms",
                      "write.statement_chars", "write.merge_cap",
-                     "index.compact_min"], _COUNT),
+                     "index.compact_min", "sync.max_deletions"], _COUNT),
     **dict.fromkeys(["write.near_duplicate", "ranking.common_term_ratio"], _SHARE),
     "ranking.bm25_b": ("a number from 0 to 1, or auto", lambda v: v == "auto" if isinstance(v, str) else 0 <= v <= 1),
     **dict.fromkeys(["write.merge_bonus", "write.reinforce_hours", "ranking.rrf_k", "ranking.bm25_k1", "reinforcement.reward",

@@ -132,3 +132,9 @@ class Vault(Store):
         from .sync.watch import Watcher
 
         return Watcher(self, **options).start()
+    def repair(self, dry_run: bool = False):
+        """Fold conflict markers, sync tools' copies and duplicate-id copies back into their notes by the
+        merge driver's rules, backed up and audited (a repair.RepairReport)."""
+        from .sync.repair import repair
+
+        return repair(self, dry_run)

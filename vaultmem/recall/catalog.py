@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
-import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..notes.conflicts import conflict_marker_line, is_sync_conflict_copy
 from ..text import terms as text
 from ..store.index.records import given_epoch, link_key
 
@@ -122,6 +123,8 @@ class DoctorReport:
     sync_conflicts: list[str] = field(default_factory=list)
     # {path, kinds}: secrets a person (or an old version) left in a note; found by --strict only
     secrets: list[dict[str, Any]] = field(default_factory=list)
+    # {path, id, expires}: live notes whose `expires` / `valid_until` has passed; found by --strict only
+    expired: list[dict[str, Any]] = field(default_factory=list)
     drift: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
@@ -130,11 +133,17 @@ class DoctorReport:
         """True when no problem was found."""
         return not (self.unparsable or self.bad_log_lines or self.duplicate_ids or self.duplicate_memories
                     or self.broken_links or self.conflict_markers or self.sync_conflicts or self.secrets
-                    or self.warnings)
+                    or self.expired or self.warnings)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {**asdict(self), "ok": self.ok}
+        """JSON-ready form; `fixes` names the command that folds each kind of finding back."""
+        found = asdict(self)
+        return {**found, "ok": self.ok, "fixes": {key: fix for key, fix in FIXES.items() if found[key]}}
+
+
+FIXES = {"conflict_markers": "vaultmem repair", "sync_conflicts": "vaultmem repair", "duplicate_ids": "vaultmem repair",
+         "expired": "vaultmem forget ID --reason expired (or a later expires)"}
+EXPIRY_KEYS = ("expires", "valid_until")  # a note's last day of validity (a date: through that day)
 
 
 def doctor(vault: Store, strict: bool = False) -> DoctorReport:
@@ -162,37 +171,12 @@ def doctor(vault: Store, strict: bool = False) -> DoctorReport:
     report.bad_log_lines = _bad_log_lines(vault)
     if strict:
         report.secrets = _secrets(vault, rows)
+        report.expired = _expired(vault, rows)
     import yaml
 
     if not getattr(yaml, "__with_libyaml__", False):
         report.warnings.append("PyYAML has no libyaml: indexing is about 8x slower (install PyYAML with libyaml)")
     return report
-
-
-_MARKERS = (re.compile(r"^<{7}(?: |$)", re.M), re.compile(r"^={7}$", re.M), re.compile(r"^>{7}(?: |$)", re.M))
-_SYNC_COPY = re.compile(r"\.sync-conflict-\d{8}-\d{6}|\([^)]*\bconflicted copy\b[^)]*\)|\(conflict \d{4}-",
-                        re.IGNORECASE)
-
-
-def conflict_marker_line(body: str) -> int | None:
-    """The 1-based line of the first git conflict block (<<<<<<<, =======, >>>>>>> in that order), or None."""
-    if "<<<<<<<" not in body:
-        return None
-    at = 0
-    found = []
-    for marker in _MARKERS:
-        match = marker.search(body, at)
-        if match is None:
-            return None
-        found.append(match.start())
-        at = match.end()
-    return body.count("\n", 0, found[0]) + 1
-
-
-def is_sync_conflict_copy(path: str) -> bool:
-    """Whether a file name is a sync tool's conflict copy: Syncthing's `x.sync-conflict-YYYYMMDD-HHMMSS-ID.md`,
-    Dropbox's `x (… conflicted copy …).md`, Obsidian Sync's `x (Conflicted copy …).md`, `x (conflict 2024-…)`."""
-    return _SYNC_COPY.search(path.rsplit("/", 1)[-1]) is not None
 
 
 def _secrets(vault: Store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -203,11 +187,47 @@ def _secrets(vault: Store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     policy = vault.reused("policy", None, lambda: Policy.from_config(vault.config))  # the writer's own
     found = []
     for r in rows:
-        fields = [r["title"], r["body"], r["value"], r["source"], " ".join(r["tags"]), " ".join(r["aliases"])]
-        kinds = sorted({f.kind for value in fields if value for f in policy.clean(str(value))[1]})
+        kinds = policy.note_secrets(r["title"], r["body"], r["value"], r["source"], r["tags"], r["aliases"])
         if kinds:
             found.append({"path": r["path"], "kinds": kinds})
     return found
+
+
+def _expired(vault: Store, rows: list[dict[str, Any]], now: dt.datetime | None = None) -> list[dict[str, Any]]:
+    """Live notes (not archived, superseded or candidate) whose `expires` or `valid_until` has passed."""
+    now = now or dt.datetime.now().astimezone()
+    found = []
+    for r in rows:
+        if r["error"] or r["status"] in ("archived", "superseded"):
+            continue
+        try:
+            data = (vault.root / r["path"]).read_bytes()
+        except OSError:
+            continue
+        if not any(f"{key}:".encode() in data for key in EXPIRY_KEYS):
+            continue  # most notes: no need to parse
+        meta = read_meta(vault, r)
+        until = next((meta[key] for key in EXPIRY_KEYS if meta.get(key)), None)
+        end = _expiry(until)
+        if end is not None and end < now:
+            found.append({"path": r["path"], "id": r["id"], "expires": str(until)})
+    return found
+
+
+def _expiry(value: Any) -> dt.datetime | None:
+    """When a note stops being valid: a date's end (its last day counts), a time as written (naive =
+    local); None when the value is no date or time."""
+    from ..errors import VaultmemError
+    from ..write.drafts import parse_time
+
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        return parse_time(value + dt.timedelta(days=1))
+    if not isinstance(value, (str, dt.datetime)) or not value:
+        return None
+    try:
+        return parse_time(value)
+    except VaultmemError:
+        return None
 
 
 def _duplicate_memories(vault: Store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

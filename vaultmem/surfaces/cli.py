@@ -337,7 +337,7 @@ def import_(source: Annotated[Path, typer.Argument(
                 "--namespace", "-n", metavar="NAME", help="The namespace of the imported memories.")] = None,
             vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
     """Bring memories in; the source is only read. An export's notes come back with their ids (a note
-    the vault has already is kept as it is); Hermes entries and Markdown notes go through the write
+    the vault has already is merged into it by the merge driver's rules); Hermes entries and Markdown notes go through the write
     pipeline (secrets cleaned, duplicates merged).
 
     \b
@@ -691,7 +691,7 @@ def _print_stats(data: dict) -> None:
 @app.command()
 def doctor(vault: VaultOpt = None, json_out: JsonOpt = False,
            strict: Annotated[bool, typer.Option(
-               "--strict", help="Also read every note for secrets (for CI and pre-commit hooks).")] = False) -> None:
+               "--strict", help="Also read every note for secrets and expired notes (for CI; `vaultmem lint`).")] = False) -> None:
     """Find unparsable notes, duplicate ids and memories, broken links, conflict markers, sync-conflict copies and index drift (exit 3 if any).
 
     \b
@@ -714,18 +714,20 @@ def _print_report(report) -> None:
     for item in report.bad_log_lines:
         say(f"bad log line (skipped): {item['path']}, line {item['line']}: {item['problem']}", style="warn")
     for note_id, paths in report.duplicate_ids.items():
-        say(f"duplicate id {note_id}: {', '.join(paths)}", style="warn")
+        say(f"duplicate id {note_id}: {', '.join(paths)} (fold the copies into one: vaultmem repair)", style="warn")
     for group in report.duplicate_memories:
         say(f"duplicate memories ({group['reason']}): {', '.join(group['paths'])}", style="warn")
     for item in report.broken_links:
         say(f"broken link [[{item['link']}]] in {item['path']}", style="warn")
     for item in report.conflict_markers:
-        say(f"git conflict markers in {item['path']}, line {item['line']} (a merge bypassed vaultmem's driver)",
-            style="warn")
+        say(f"git conflict markers in {item['path']}, line {item['line']} (a merge bypassed vaultmem's driver; "
+            "fix: vaultmem repair)", style="warn")
     for path in report.sync_conflicts:
-        say(f"sync conflict copy: {path} (fold it into its note by hand, then delete it)", style="warn")
+        say(f"sync conflict copy: {path} (fold it into its note: vaultmem repair)", style="warn")
     for item in report.secrets:
         say(f"secret ({', '.join(item['kinds'])}) in {item['path']}", style="warn")
+    for item in report.expired:
+        say(f"expired ({item['expires']}): {item['path']} (vaultmem forget {item['id']} --reason expired)", style="warn")
     for path in report.missing_ids:
         say(f"no id (found by path until it has one): {path}")
     for warning in report.warnings:
@@ -756,3 +758,4 @@ def merge_driver(
 
     raise typer.Exit(run_merge_driver(base, ours, theirs, path))
 from . import cli_watch  # noqa: E402,F401 registers commands
+from . import cli_repair  # noqa: E402,F401 registers commands

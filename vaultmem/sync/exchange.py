@@ -99,20 +99,25 @@ def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def import_export(vault: Store, records: Iterable[dict[str, Any]]) -> dict[str, int]:
-    """Restore exported notes with their ids and bytes: a note whose id the vault already has is left as
-    it is (`kept`: the vault's own copy wins; a sync merges the two, an import does not), one whose path
+    """Restore exported notes with their ids and bytes. A note whose id the vault already has is merged
+    into the vault's note by the merge driver's rules (mergedriver.merge_copies: tags unioned, the later
+    timestamp, the higher score, a body both changed kept in a callout): `merged`, or `unchanged` when
+    the export brings nothing new, or `kept` when either is no note the driver can read. One whose path
     is taken by another note goes under the next free numbered name. Paths are checked to stay inside
     the vault's note folders."""
     from ..notes.names import numbered_name
     from ..store.files import atomic_write
 
     vault.refresh()
-    known = {row["id"] for row in vault.index.select_notes(columns=("id",))}
+    known = {row["id"]: row["path"] for row in vault.index.select_notes(columns=("id", "path"))}
     counts: Counter[str] = Counter()
     for record in records:
         text, rel = record.get("text"), str(record.get("path") or "")
-        if not isinstance(text, str) or record.get("id") in known:
-            counts["kept" if record.get("id") in known else "skipped"] += 1
+        if not isinstance(text, str):
+            counts["skipped"] += 1
+            continue
+        if record.get("id") in known:
+            counts[_merged_into(vault, known[record["id"]], text)] += 1
             continue
         target = _inside(vault, rel)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -125,10 +130,29 @@ def import_export(vault: Store, records: Iterable[dict[str, Any]]) -> dict[str, 
                 continue
         else:
             raise VaultmemError(f"no free file name for {rel!r}")
-        known.add(record.get("id"))
+        known[record.get("id")] = vault.relpath(candidate)
         counts["restored"] += 1
     vault.refresh()
     return dict(counts)
+
+
+def _merged_into(vault: Store, rel: str, text: str) -> str:
+    """Merge an exported note into the vault's note of the same id: merged, unchanged or kept.
+
+    Raises WriteConflict: the note changed on disk while it was merged (a person's save); it is left as saved.
+    """
+    from ..store.index.records import content_hash
+    from .mergedriver import merge_copies
+
+    path = vault.root / rel
+    current = vault.read_current(path)
+    merged = merge_copies(current, text.encode("utf-8"), rel)
+    if merged is None:
+        return "kept"
+    if merged == current:
+        return "unchanged"
+    vault.write_text(path, merged, expected_sha=content_hash(current))
+    return "merged"
 
 
 def _inside(vault: Store, rel: str) -> Path:

@@ -26,7 +26,10 @@ a quoted block named ours/theirs with the devices its version vector advanced), 
 becomes needs-verification (by the precedence above: a superseded note stays superseded). Such a note
 is merged as far as git is concerned (exit 0): the callout, not a conflict marker, carries the conflict,
 so nothing ever commits `<<<<<<<` into a note, and no text is lost. A recorded property conflict does
-the same.
+the same; a value of theirs that ours' callout records already is not recorded twice.
+
+`merge_copies` serves what bypassed git's driver (`vaultmem repair`, an import of an export): two copies
+of a note, or two sides with their ancestor, merged by these same rules.
 
 A file that is not a note on both sides (no frontmatter, invalid YAML, binary) gets git's own text
 merge (`git merge-file`): its result and exit status, so git reports a normal conflict. Renames,
@@ -35,6 +38,7 @@ deletes and modify/delete conflicts are git's business: a driver only ever sees 
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import subprocess
@@ -48,7 +52,7 @@ from typing import Any, Callable
 from ..errors import InvalidValue, NoteFormatError, VaultmemError
 from ..notes.note import DELETE, Note, parse_note, update_fields
 
-__all__ = ["CALLOUT", "STATUS_PRECEDENCE", "main", "merge_notes", "run_merge_driver"]
+__all__ = ["CALLOUT", "STATUS_PRECEDENCE", "main", "merge_copies", "merge_notes", "run_merge_driver"]
 
 CALLOUT = "> [!warning] vaultmem: both machines changed this note"
 STATUS_PRECEDENCE = ("candidate", "active", "archived", "needs-verification", "superseded")  # lowest first
@@ -91,12 +95,56 @@ def merge_notes(base: bytes, ours: bytes, theirs: bytes, path: str) -> tuple[byt
     if base == ours:
         return theirs, True
     notes = _parse_sides(base, ours, theirs, path)
-    if notes is None:
-        return _text_merge(base, ours, theirs, path)
-    merged = _merge_note(*notes)
+    merged = None if notes is None else _merge_note(notes[0].meta, notes[0].body, notes[1], notes[2])
     if merged is None:
         return _text_merge(base, ours, theirs, path)
     return merged.encode("utf-8"), True
+
+
+def merge_copies(ours: bytes, theirs: bytes, path: str, base: bytes | None = None) -> bytes | None:
+    """Two copies of one note (or two sides with their ancestor) merged by the driver's rules, for what
+    bypassed the driver (`vaultmem repair`, `vaultmem import`); None when a side is no note.
+
+    Without a base, the base is what the two copies share: the properties of equal value and the body
+    lines common to both. A property or a line only one copy has is then that copy's addition and is
+    kept; a property both hold differently goes by its rule; lines each copy has in one place go into
+    the callout. So no text is lost, and a line one copy deleted comes back (a copy cannot tell a
+    deletion from an addition). Notes without frontmatter on both sides get the body merge alone.
+    """
+    try:
+        sides = (parse_note(ours, path), parse_note(theirs, path))
+        ancestor = parse_note(base, path) if base is not None else None
+    except NoteFormatError:
+        return None
+    if ancestor is not None and ancestor.has_frontmatter != sides[0].has_frontmatter:
+        ancestor = None
+    if sides[0].has_frontmatter != sides[1].has_frontmatter:
+        return None
+    if ancestor is None:
+        meta = {k: v for k, v in sides[0].meta.items() if _equal(v, sides[1].meta.get(k, MISSING))}
+        body = sides[1].body if _holds(sides[0].body, sides[1].body) else _shared_lines(sides[0].body, sides[1].body)
+    else:
+        meta, body = ancestor.meta, ancestor.body
+    if not sides[0].has_frontmatter:
+        labels = ("**ours**", "**theirs**")
+        return _merge_bodies(body, sides[0].body, sides[1].body, labels, sides[0].newline)[0].encode("utf-8")
+    merged = _merge_note(meta, body, *sides)
+    return None if merged is None else merged.encode("utf-8")
+
+
+def _holds(ours: str, theirs: str) -> bool:
+    """Whether every line of theirs is in ours already, as it is or quoted in a callout (a copy merged
+    before, imported again): then theirs brings no text and ours' body stands."""
+    held = {line.strip() for line in ours.splitlines()}
+    held |= {line.strip()[4:].strip() for line in ours.splitlines() if line.strip().startswith("> > ")}
+    return all(line.strip() in held for line in theirs.splitlines() if line.strip())
+
+
+def _shared_lines(ours: str, theirs: str) -> str:
+    """The lines two texts have in common, in order (their longest matching runs)."""
+    a, b = _lines(ours), _lines(theirs)
+    blocks = difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()
+    return "".join("".join(a[block.a:block.a + block.size]) for block in blocks)
 
 
 def run_merge_driver(base: str | Path, ours: str | Path, theirs: str | Path, path: str) -> int:
@@ -138,11 +186,12 @@ def _parse_sides(base: bytes, ours: bytes, theirs: bytes, path: str) -> tuple[No
     return notes
 
 
-def _merge_note(base: Note, ours: Note, theirs: Note) -> str | None:
+def _merge_note(base_meta: dict[str, Any], base_body: str, ours: Note, theirs: Note) -> str | None:
     """The merged note's text, or None when no side's layout can take the merged properties."""
-    merged = _merge_meta(base.meta, ours.meta, theirs.meta)
-    labels = (_label("ours", base.meta, ours.meta), _label("theirs", base.meta, theirs.meta))
-    body, clashed = _merge_bodies(base.body, ours.body, theirs.body, labels, ours.newline)
+    merged = _merge_meta(base_meta, ours.meta, theirs.meta)
+    merged.conflicts = [c for c in merged.conflicts if not _recorded(ours.body, c[0], c[2])]
+    labels = (_label("ours", base_meta, ours.meta), _label("theirs", base_meta, theirs.meta))
+    body, clashed = _merge_bodies(base_body, ours.body, theirs.body, labels, ours.newline)
     if merged.conflicts:
         body = _with_property_callout(body, merged.conflicts, labels, ours.newline)
     if (clashed or merged.conflicts) and merged.meta.get("status") != "superseded":
@@ -380,6 +429,12 @@ def _with_property_callout(body: str, conflicts: list[tuple[str, Any, Any]], lab
         line = f"> property {key}: {labels[0]} {_shown(ours)} was kept; {labels[1]} had {_shown(theirs)}"
         lines.append(line.replace("\n", nl + "> "))  # a value's own line breaks stay inside the callout
     return body + _blank_line_before(body, nl) + nl.join(lines) + nl
+
+
+def _recorded(body: str, key: str, theirs: Any) -> bool:
+    """Whether ours' body has a callout line recording this value of theirs already (merged before)."""
+    start, end = f"> property {key}: ", f" had {_shown(theirs)}"
+    return any(line.startswith(start) and line.rstrip("\r").endswith(end) for line in body.split("\n"))
 
 
 def _shown(value: Any) -> str:

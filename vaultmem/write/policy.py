@@ -467,6 +467,13 @@ class Policy:
         parts.append(text[pos:])
         return "".join(parts), findings
 
+    def note_secrets(self, title: str, body: str, value: str, source: str, tags: Iterable[str],
+                     aliases: Iterable[str]) -> list[str]:
+        """The kinds of secret a note's title, body or properties hold (never the secrets), sorted:
+        what doctor --strict and the pre-commit hook refuse."""
+        fields = [title, body, value, source, " ".join(tags), " ".join(aliases)]
+        return sorted({f.kind for text in fields if text for f in self.clean(str(text))[1]})
+
     def _secret_spans(self, text: str) -> list[tuple[int, int, _Rule]]:
         """Return the non-overlapping spans of every secret in text, in text order."""
         fired = _triggered(text)
