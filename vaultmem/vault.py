@@ -123,3 +123,34 @@ class Vault(Store):
         report = doctor(self, strict)
         report.warnings += sync_warnings(self)
         return report
+
+    def feedback(self, ref: str, verdict: str, note: str = "", now: float | None = None):
+        """Record useful|confirm|wrong|outdated on a memory (an event; wrong/outdated also mark an active
+        note needs-verification). Returns a lifecycle.feedback.Marked."""
+        from .lifecycle.feedback import feedback
+
+        return feedback(self, ref, verdict, note, now)
+
+    def correct(self, ref: str, text: str, **fields: Any):
+        """Write `text` as a new memory superseding the one named (kept as history); a WriteResult."""
+        from .lifecycle.feedback import correct
+
+        return correct(self, ref, text, **fields)
+
+    def pin(self, ref: str, now: float | None = None):
+        """`pinned: true`: the memory no longer decays; the pin is recorded for adaptive λ."""
+        from .lifecycle.feedback import pin
+
+        return pin(self, ref, now)
+
+    def unpin(self, ref: str, now: float | None = None):
+        """Remove `pinned`: the memory decays by its lifecycle again."""
+        from .lifecycle.feedback import unpin
+
+        return unpin(self, ref, now)
+
+    def lambda_estimate(self) -> dict[str, Any]:
+        """The adaptive λ from every device's pin events and the events it came from (stats --lambda)."""
+        from .recall.hindsight import lambda_estimate
+
+        return lambda_estimate(self)
