@@ -66,7 +66,8 @@ class Vault(Store):
 
     def recall(self, query: str = "", **options: Any):
         """Recall memories for free text and/or tags. Options are the fields of recall.Query
-        (tags, limit, type, source, namespace, lifecycle, status, since, until, kinds, now)."""
+        (tags, limit, type, source, namespace, lifecycle, status, since, until, kinds, now, explain).
+        Returns a ranking.Hits list; with explain=True its `suppressed` lists what decay hid."""
         from .recall.ranking import Query, recall
 
         return recall(self, Query(text=query, **options))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,6 +21,8 @@ from ..text import decay as rules
 if TYPE_CHECKING:
     from ..store.index.snapshot import Snapshot
     from ..store.store import Store
+
+Rows = Callable[..., "dict[int, dict[str, Any]] | None"]  # Index.rows
 
 STRONG_LEXICAL = 0.5  # a suppressed hit matches at least half as well as the query's best match
 
@@ -147,3 +150,24 @@ def hit_feedback(snap: Snapshot, doc: int, weight: float) -> dict[str, Any]:
 def hit_policy(row: dict[str, Any]) -> dict[str, Any]:
     """A hit's own decay policy as the index holds it ({} for none)."""
     return json.loads(row["policy"]) if row.get("policy") else {}
+
+
+def suppressed(rows: Rows, generation: int, docs: np.ndarray, lexical: np.ndarray, decay: np.ndarray,
+               undecayed_top: np.ndarray, shown: set[str]) -> list[dict[str, Any]] | None:
+    """The strong lexical matches (STRONG_LEXICAL of the best or more) among the top k with decay off
+    (`undecayed_top`: candidate indices, best first) that decay kept out of the hits (`shown` ids):
+    {id, title, path, rank_without_decay, decay, lexical}. None if the index moved to another generation.
+    """
+    rank = {int(i): n for n, i in enumerate(undecayed_top, 1)}
+    hidden = [i for i in undecayed_top if lexical[i] >= STRONG_LEXICAL and decay[i] < 1.0]
+    found_rows = rows(docs[hidden], generation) if hidden else {}
+    if found_rows is None:
+        return None
+    found = []
+    for i in hidden:
+        row = found_rows.get(int(docs[i]))
+        if row is not None and row["id"] not in shown:
+            found.append({"id": row["id"], "title": row["title"], "path": row["path"],
+                          "rank_without_decay": rank[int(i)], "decay": round(float(decay[i]), 6),
+                          "lexical": round(float(lexical[i]), 6)})
+    return found

@@ -355,8 +355,8 @@ def _hits(vault: Store, snap: Snapshot, q: Query, docs, channels, prior: hindsig
     if not q.explain:
         return Hits(hits)
     undecayed = {**channels, "strength": np.clip(prior.undecayed / scoring.MAX_SCORE, 0.0, 1.0)}
-    hidden = _suppressed(vault, snap, docs, channels["lexical"], prior.decay, _fuse(undecayed, weights, cfg),
-                         {h.id for h in hits}, limit)
+    hidden = hindsight.suppressed(vault.index.rows, snap.generation, docs, channels["lexical"], prior.decay,
+                                  _top(_fuse(undecayed, weights, cfg), limit), {h.id for h in hits})
     return None if hidden is None else Hits(hits, hidden)
 
 
@@ -364,24 +364,6 @@ def _fuse(channels: dict[str, np.ndarray], weights: dict[str, float], cfg: dict)
     if cfg["fusion"] == "rrf":
         return scoring.fuse_rrf(channels, weights, cfg["rrf_k"])
     return scoring.fuse_weighted(channels, weights)
-
-
-def _suppressed(vault: Store, snap: Snapshot, docs, lexical, dec, undecayed_final, shown: set[str], limit: int):
-    """The strong lexical matches (hindsight.STRONG_LEXICAL of the best or more) that would be in the
-    top k with decay off but are not among the hits: {id, title, path, rank (with decay off), decay,
-    lexical}. Ranked by the fused scores before typo rescoring. None if the index moved on."""
-    top = [i for i in _top(undecayed_final, limit) if lexical[i] >= hindsight.STRONG_LEXICAL and dec[i] < 1.0]
-    rows = vault.index.rows(docs[top], snap.generation) if top else {}
-    if rows is None:
-        return None
-    rank = {int(i): n for n, i in enumerate(_top(undecayed_final, limit), 1)}
-    found = []
-    for i in top:
-        row = rows.get(int(docs[i]))
-        if row is not None and row["id"] not in shown:
-            found.append({"id": row["id"], "title": row["title"], "path": row["path"], "rank_without_decay": rank[int(i)],
-                          "decay": round(float(dec[i]), 6), "lexical": round(float(lexical[i]), 6)})
-    return found
 
 
 def _short_list(vault: Store, snap: Snapshot, q: Query, docs, channels, final, top, fuzzy_n: int, cfg: dict):
