@@ -319,10 +319,9 @@ def _prior(snap: Snapshot, docs: np.ndarray, config: dict, now: float) -> hindsi
     r = config["reinforcement"]
     half_life, floor, weight = hindsight.note_decay(snap, docs, _half_lives(snap, config["half_life_hours"], docs),
                                                     config["ranking"])
-    score, uses = snap.score[docs], snap.uses[docs]
-    eff, dec = scoring.effective(score, uses, snap.ts[docs], snap.last_use[docs], now, half_life, r["reward"],
-                                 r["max_reward"], weight, floor)
-    return hindsight.Prior(eff, dec, weight, scoring.strength(score, uses, r["reward"], r["max_reward"], weight))
+    strong = scoring.strength(snap.score[docs], snap.uses[docs], r["reward"], r["max_reward"], weight)
+    eff, dec = scoring.decayed(strong, snap.ts[docs], snap.last_use[docs], now, half_life, floor)
+    return hindsight.Prior(eff, dec, weight, strong)
 
 
 def _weights(cfg: dict, query_text: str, snap: Snapshot) -> dict[str, float]:

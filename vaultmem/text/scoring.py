@@ -63,9 +63,15 @@ def effective(score: np.ndarray | float, uses: np.ndarray | float, written: np.n
     Returns:
         (effective score, the decay factor applied).
     """
+    return decayed(strength(score, uses, reward, max_reward, feedback), written, last_use, now, half_life, floor)
+
+
+def decayed(strong: np.ndarray | float, written: np.ndarray | float, last_use: np.ndarray | float, now: float,
+            half_life: np.ndarray | float, floor: np.ndarray | float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """A strength decayed from the later of write and last use, as effective() does: (effective, factor)."""
     t_ref = np.maximum(written, last_use)
     factor = np.maximum(decay((now - t_ref) / SECONDS_PER_HOUR, half_life), floor)
-    return strength(score, uses, reward, max_reward, feedback) * factor, factor
+    return strong * factor, factor
 
 
 def idf(df: int, n_docs: int) -> float:
