@@ -299,7 +299,6 @@ def _rank(snap: Snapshot, q: Query, config: dict, now: float, rows: Callable[...
     tags = _count(snap, tag_lists)[docs] / n_tags if n_tags else np.zeros(len(docs), dtype=np.float32)
     graph = np.minimum(_count(snap, graph_lists)[docs], 1.0)
     prior = _prior(snap, docs, config, now)
-    eff = prior.effective
     relevance = scoring.normalise(lexical)
     channels = {
         "lexical": relevance,
@@ -309,7 +308,7 @@ def _rank(snap: Snapshot, q: Query, config: dict, now: float, rows: Callable[...
         "episode": _episode_relevance(snap, _visible(snap, q), docs, lists, cfg),
         "contiguity": contiguity,
         "question": _questions(snap)[docs],
-        "strength": np.clip(eff / scoring.MAX_SCORE, 0.0, 1.0),
+        "strength": np.clip(prior.effective / scoring.MAX_SCORE, 0.0, 1.0),
     }
     return docs, channels, prior, unknown
 
