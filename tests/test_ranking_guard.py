@@ -1,8 +1,8 @@
 """Guard: with no feedback, no pins and no per-note policy, recall ranks exactly as before they existed.
 
 tests/golden/ranking-baseline.json was written by this module (`python -m tests.test_ranking_guard`) from
-the ranking code before feedback, pins and per-note policy were added; every hit's title and its final,
-effective and decay numbers (as repr, so to the last bit) must come out the same.
+the ranking code before feedback, pins and per-note policy were added; every hit's title, its final,
+effective and decay numbers and each channel's value, as recall prints them, must come out the same.
 """
 
 from __future__ import annotations
@@ -42,14 +42,15 @@ def build(root: Path) -> Vault:
 
 
 def rankings(vault: Vault) -> dict[str, list[list[str]]]:
-    """Each query's hits as [title, repr(final), repr(effective), repr(decay)], both fusions."""
+    """Each query's hits as [title, repr(final), repr(effective), repr(decay), channels], both fusions."""
     out = {}
     for fusion in ("weighted", "rrf"):
         vault.config["ranking"]["fusion"] = fusion
         for text, tags in QUERIES:
             hits = vault.recall(text, tags=tags, now=NOW, record_access=False, limit=8)
-            out[f"{fusion}|{text}|{','.join(tags)}"] = [[h.title, repr(h.final), repr(h.effective), repr(h.decay)]
-                                                       for h in hits]
+            out[f"{fusion}|{text}|{','.join(tags)}"] = [
+                [h.title, repr(h.final), repr(h.effective), repr(h.decay), {k: repr(v) for k, v in h.channels.items()}]
+                for h in hits]
     vault.config["ranking"]["fusion"] = "weighted"
     return out
 
