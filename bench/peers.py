@@ -244,6 +244,9 @@ def setup_vaultmem(work: Path) -> Tool:
     env = _base_env(work / "home-vaultmem")
     env.update(VAULTMEM_HOME=str(work / "home-vaultmem" / "vaultmem"), VAULTMEM_DEVICE_ID="bench-0001")
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    # the drivers and the CLI run the vaultmem this process imported (a worktree on PYTHONPATH), not
+    # whichever one is installed: a vault its config.yaml writes must be one they can read
+    env["PYTHONPATH"] = str(Path(vaultmem.__file__).resolve().parent.parent)
     cli = Path(sys.executable).parent / "vaultmem"
     base = [str(cli)] if cli.exists() else [sys.executable, "-m", "vaultmem"]
     refresh = _driver_cmd(sys.executable, "vaultmem-refresh")

@@ -55,7 +55,8 @@ def call(provider: VaultmemProvider, tool: str, **args) -> dict:
 # -- tools -------------------------------------------------------------------------------------------
 def test_the_tools_write_recall_and_answer_through_the_vault(home):
     provider = started(home)
-    assert [s["name"] for s in provider.get_tool_schemas()] == ["vault_remember", "vault_recall", "vault_ask"]
+    assert [s["name"] for s in provider.get_tool_schemas()] == ["vault_remember", "vault_recall", "vault_ask",
+                                                                "vault_feedback"]
     made = call(provider, "vault_remember", content="客户张三的合同编号是 CT2024-0876", tags=["billing"],
                 lifecycle="fact", entity="张三", score=8)
     assert made["action"] == "created" and made["id"]
@@ -67,6 +68,11 @@ def test_the_tools_write_recall_and_answer_through_the_vault(home):
     assert set(found[0]) == {"id", "title", "content", "source", "date", "score"}
     answer = call(provider, "vault_ask", question="张三的合同编号是多少")
     assert answer["answered"] and answer["answer"] == "CT2024-0876" and answer["id"] == made["id"]
+    judged = call(provider, "vault_feedback", id=made["id"], verdict="outdated", note="renewed")
+    assert judged == {"action": "recorded", "id": made["id"], "title": made["title"], "status": "needs-verification",
+                      "verdict": "outdated"}
+    assert Vault(home / "vaultmem").get(made["id"]).status == "needs-verification"
+    assert "verdict" in call(provider, "vault_feedback", id=made["id"], verdict="meh")["error"]
     provider.shutdown()
 
 
@@ -88,6 +94,7 @@ def test_only_the_primary_context_writes(home, context):
     provider = started(home, context)
     assert [s["name"] for s in provider.get_tool_schemas()] == ["vault_recall", "vault_ask"]
     assert "read-only" in call(provider, "vault_remember", content="Remember: the gate code is 4711")["error"]
+    assert "read-only" in call(provider, "vault_feedback", id="x", verdict="useful")["error"]
     provider.sync_turn("Remember: the gate code is 4711", "ok", session_id="s1")
     provider.on_memory_write("add", "user", "User likes tea")
     provider.on_session_end([])
@@ -368,7 +375,7 @@ def test_hermes_loader_and_memory_manager_drive_every_hook(hermes_venv, tmp_path
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     assert seen["discovered"]["vaultmem"] is True and seen["is_memory_provider"]
-    assert seen["tools"] == ["vault_ask", "vault_recall", "vault_remember"]
+    assert seen["tools"] == ["vault_ask", "vault_feedback", "vault_recall", "vault_remember"]
     assert seen["system_prompt"].startswith("# Long-term memory (vaultmem)")
     assert seen["remember"]["action"] == "created"
     assert seen["recall"]["results"][0]["id"] == seen["remember"]["id"]

@@ -14,8 +14,8 @@ from vaultmem.surfaces import mcp as surface
 
 from .conftest import REPO, write_note
 
-TOOLS = {"remember", "recall", "ask", "context", "show"}
-READERS = TOOLS - {"remember"}
+TOOLS = {"remember", "recall", "ask", "context", "show", "feedback"}
+READERS = TOOLS - {"remember", "feedback"}
 HIT_FIELDS = {"id", "title", "content", "source", "date", "score", "tags"}
 HAND_ID = "01JDX3K8Q4W2M9ZC6T7B5N0H1A"
 
@@ -48,6 +48,8 @@ def test_every_tool_has_a_typed_input_and_output_schema(server):
     assert tools["ask"].input_schema["required"] == ["question"]
     assert tools["context"].input_schema["required"] == ["query"]
     assert tools["show"].input_schema["required"] == ["ref"]
+    assert tools["feedback"].input_schema["required"] == ["ref", "verdict"]
+    assert tools["feedback"].input_schema["properties"]["verdict"]["enum"] == ["useful", "wrong", "outdated", "confirm"]
     for name, tool in tools.items():
         assert tool.output_schema["type"] == "object", name
         assert tool.description, name
@@ -70,6 +72,20 @@ def test_remember_then_recall_returns_compact_structured_hits(server, vault):
     hit = found["hits"][0]
     assert set(hit) == HIT_FIELDS
     assert hit["id"] == note["id"] and hit["source"] == "mcp" and len(hit["date"]) == 10 and hit["score"] > 0
+
+
+def test_feedback_is_recorded_and_a_wrong_memory_is_flagged_and_ranked_lower(server, vault):
+    made = [call(server, "remember", text=f"The build server {name} runs the nightly jobs").structured_content
+            for name in ("alpha", "bravo")]
+    wrong = call(server, "feedback", ref=made[0]["id"], verdict="wrong", note="it moved").structured_content
+    assert wrong["status"] == "needs-verification" and wrong["changed"] == ["status"]
+    assert wrong["event"]["verdict"] == "wrong" and wrong["event"]["note"] == "it moved"
+    useful = call(server, "feedback", ref=made[1]["id"], verdict="useful").structured_content
+    assert useful["action"] == "recorded" and useful["changed"] == [] and useful["status"] == "active"
+    hits = call(server, "recall", query="build server nightly jobs").structured_content["hits"]
+    assert [h["id"] for h in hits] == [made[1]["id"], made[0]["id"]]
+    refused = call(server, "feedback", ref=made[1]["id"], verdict="great")
+    assert refused.is_error and "verdict" in refused.content[0].text
 
 
 def test_a_given_source_is_kept_and_the_servers_default_is_configurable(vault):

@@ -88,6 +88,10 @@ ranking:
   feedback_docs: 3        # pseudo-relevance feedback: how many best memories vote for terms
   feedback_terms: 10      # and how many of their terms (not the query's) are searched
   common_term_ratio: 1.0  # skip query terms found in more than this share of notes when rarer ones exist (1 = never)
+  feedback_scale: 3.0     # hindsight feedback: strength x feedback_max_weight ** tanh(net / this), net = useful + confirm - wrong - outdated
+  feedback_max_weight: 2.0  # ...so repeated feedback saturates: at most x2, at least x0.5 (1 = feedback off)
+  lambda: fixed           # fixed | adaptive: the note/default half-life re-estimated from pin events (vaultmem stats --lambda)
+  adaptive_half_life_hours: [6, 8766]  # the adaptive estimate's half-life stays within these hours (6 h .. 1 year)
   limit: 10
 
 extraction:               # typed values, cue phrases and names found by rule when remembering (SPEC §6)
@@ -140,13 +144,17 @@ _EITHER: dict[str, tuple[Any, ...]] = {"ranking.bm25_b": ("auto", 0.5)}
 _RULES: dict[str, tuple[str, Any]] = {
     "ranking.limit": ("a positive integer", lambda v: isinstance(v, int) and v >= 1),
     "ranking.fusion": ("weighted or rrf", lambda v: v in ("weighted", "rrf")),
+    "ranking.lambda": ("fixed or adaptive", lambda v: v in ("fixed", "adaptive")),
+    "ranking.adaptive_half_life_hours": ("two positive numbers of hours, least first",
+                                         lambda v: len(v) == 2 and 0 < v[0] <= v[1]),
     **dict.fromkeys(["ranking.fuzzy_rescore", "ranking.feedback_docs", "ranking.feedback_terms",
                      "write.statement_chars", "write.merge_cap",
                      "index.compact_min", "sync.max_deletions"], _COUNT),
     **dict.fromkeys(["write.near_duplicate", "ranking.common_term_ratio"], _SHARE),
     "ranking.bm25_b": ("a number from 0 to 1, or auto", lambda v: v == "auto" if isinstance(v, str) else 0 <= v <= 1),
     **dict.fromkeys(["write.merge_bonus", "write.reinforce_hours", "ranking.rrf_k", "ranking.bm25_k1", "reinforcement.reward",
-                     "reinforcement.max_reward", "index.compact_ratio"], _NOT_NEGATIVE),
+                     "reinforcement.max_reward", "index.compact_ratio", "ranking.feedback_scale",
+                     "ranking.feedback_max_weight"], _NOT_NEGATIVE),
     "half_life_hours.*": ("a number of 0 or more, or null", lambda v: v >= 0),
     "defaults.score": ("a number from 0 to 10", lambda v: 0 <= v <= 10),
 }

@@ -66,7 +66,8 @@ class Vault(Store):
 
     def recall(self, query: str = "", **options: Any):
         """Recall memories for free text and/or tags. Options are the fields of recall.Query
-        (tags, limit, type, source, namespace, lifecycle, status, since, until, kinds, now)."""
+        (tags, limit, type, source, namespace, lifecycle, status, since, until, kinds, now, explain).
+        Returns a ranking.Hits list; with explain=True its `suppressed` lists what decay hid."""
         from .recall.ranking import Query, recall
 
         return recall(self, Query(text=query, **options))
@@ -132,9 +133,41 @@ class Vault(Store):
         from .sync.watch import Watcher
 
         return Watcher(self, **options).start()
+
     def repair(self, dry_run: bool = False):
         """Fold conflict markers, sync tools' copies and duplicate-id copies back into their notes by the
         merge driver's rules, backed up and audited (a repair.RepairReport)."""
         from .sync.repair import repair
 
         return repair(self, dry_run)
+
+    def feedback(self, ref: str, verdict: str, note: str = "", now: float | None = None):
+        """Record useful|confirm|wrong|outdated on a memory (an event; wrong/outdated also mark an active
+        note needs-verification). Returns a lifecycle.feedback.Marked."""
+        from .lifecycle.feedback import feedback
+
+        return feedback(self, ref, verdict, note, now)
+
+    def correct(self, ref: str, text: str, **fields: Any):
+        """Write `text` as a new memory superseding the one named (kept as history); a WriteResult."""
+        from .lifecycle.feedback import correct
+
+        return correct(self, ref, text, **fields)
+
+    def pin(self, ref: str, now: float | None = None):
+        """`pinned: true`: the memory no longer decays; the pin is recorded for adaptive λ."""
+        from .lifecycle.feedback import pin
+
+        return pin(self, ref, now)
+
+    def unpin(self, ref: str, now: float | None = None):
+        """Remove `pinned`: the memory decays by its lifecycle again."""
+        from .lifecycle.feedback import unpin
+
+        return unpin(self, ref, now)
+
+    def lambda_estimate(self) -> dict[str, Any]:
+        """The adaptive λ from every device's pin events and the events it came from (stats --lambda)."""
+        from .recall.hindsight import lambda_estimate
+
+        return lambda_estimate(self)

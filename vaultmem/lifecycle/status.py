@@ -1,5 +1,5 @@
 """The life of a memory after it is written: promotion from the inbox and forgetting into the archive
-(feedback and consolidation will live here too)."""
+(feedback is feedback.py's; consolidation will live beside them)."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import hindsight
 from ..text import scoring
 from ..text import terms as text
 from ..errors import VaultmemError
@@ -48,6 +49,7 @@ class Query:
     kinds: tuple[str, ...] = ("memory",)
     now: float | None = None
     record_access: bool | None = None  # None: as configured (reinforcement.record_access)
+    explain: bool = False  # also find what decay alone kept out of the top k (Hits.suppressed)
 
 
 @dataclass
@@ -71,10 +73,23 @@ class Hit:
     namespace: str = ""
     decay: float = 1.0
     channels: dict[str, float] = field(default_factory=dict)
+    feedback: dict[str, Any] = field(default_factory=dict)  # {} or {weight, up, down} (hindsight feedback)
+    policy: dict[str, Any] = field(default_factory=dict)    # the note's own half_life_hours, decay_floor, pinned
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON form (documented in the README)."""
         return asdict(self)
+
+
+class Hits(list):
+    """recall's hits, best first. With Query.explain, `suppressed` lists the strong lexical matches
+    that decay alone kept out of them (hindsight.suppressed); else it is empty."""
+
+    suppressed: list[dict[str, Any]]
+
+    def __init__(self, hits=(), suppressed: list[dict[str, Any]] | None = None):
+        super().__init__(hits)
+        self.suppressed = suppressed or []
 
 
 def visible_namespaces(config: dict[str, Any], given: str | list[str] | None) -> list[str] | None:
@@ -94,20 +109,21 @@ def visible_namespaces(config: dict[str, Any], given: str | list[str] | None) ->
     return None if ALL_NAMESPACES in names else names
 
 
-def recall(vault: Store, query: Query) -> list[Hit]:
+def recall(vault: Store, query: Query) -> Hits:
     """Rank the vault's memories for a query; records access events for the hits when configured.
 
     It reads the namespaces of visible_namespaces(): by default `shared` and the caller's own."""
     query = replace(query, namespace=visible_namespaces(vault.config, query.namespace))
-    cfg = vault.config["ranking"]
+    config = hindsight.ranking_config(vault)
+    cfg = config["ranking"]
     limit = int(query.limit or cfg["limit"])
     now = time.time() if query.now is None else query.now
     vault.index.catch_up(wait=False)  # a clone, a pull, a copied note: seen without a full refresh
     for _ in range(3):
         snap = vault.index.snapshot()
-        ranked = _rank(snap, query, vault.config, now, vault.index.rows)
+        ranked = _rank(snap, query, config, now, vault.index.rows)
         if ranked is None:
-            return []
+            return Hits()
         hits = _hits(vault, snap, query, *ranked, limit, cfg)
         if hits is not None:
             break
@@ -282,9 +298,7 @@ def _rank(snap: Snapshot, q: Query, config: dict, now: float, rows: Callable[...
             contiguity[np.searchsorted(docs, near)] = lent
     tags = _count(snap, tag_lists)[docs] / n_tags if n_tags else np.zeros(len(docs), dtype=np.float32)
     graph = np.minimum(_count(snap, graph_lists)[docs], 1.0)
-    r = config["reinforcement"]
-    eff, dec = scoring.effective(snap.score[docs], snap.uses[docs], snap.ts[docs], snap.last_use[docs], now,
-                                 _half_lives(snap, config["half_life_hours"], docs), r["reward"], r["max_reward"])
+    prior = _prior(snap, docs, config, now)
     relevance = scoring.normalise(lexical)
     channels = {
         "lexical": relevance,
@@ -294,9 +308,19 @@ def _rank(snap: Snapshot, q: Query, config: dict, now: float, rows: Callable[...
         "episode": _episode_relevance(snap, _visible(snap, q), docs, lists, cfg),
         "contiguity": contiguity,
         "question": _questions(snap)[docs],
-        "strength": np.clip(eff / scoring.MAX_SCORE, 0.0, 1.0),
+        "strength": np.clip(prior.effective / scoring.MAX_SCORE, 0.0, 1.0),
     }
-    return docs, channels, eff, dec, unknown
+    return docs, channels, prior, unknown
+
+
+def _prior(snap: Snapshot, docs: np.ndarray, config: dict, now: float) -> hindsight.Prior:
+    """Effective strength and decay of the candidates, with their own policy and feedback."""
+    r = config["reinforcement"]
+    half_life, floor, weight = hindsight.note_decay(snap, docs, _half_lives(snap, config["half_life_hours"], docs),
+                                                    config["ranking"])
+    strong = scoring.strength(snap.score[docs], snap.uses[docs], r["reward"], r["max_reward"], weight)
+    eff, dec = scoring.decayed(strong, snap.ts[docs], snap.last_use[docs], now, half_life, floor)
+    return hindsight.Prior(eff, dec, weight, strong)
 
 
 def _weights(cfg: dict, query_text: str, snap: Snapshot) -> dict[str, float]:
@@ -307,14 +331,12 @@ def _weights(cfg: dict, query_text: str, snap: Snapshot) -> dict[str, float]:
     return weights
 
 
-def _hits(vault: Store, snap: Snapshot, q: Query, docs, channels, eff, dec, unknown: bool, limit: int, cfg: dict):
+def _hits(vault: Store, snap: Snapshot, q: Query, docs, channels, prior: hindsight.Prior, unknown: bool, limit: int,
+          cfg: dict) -> Hits | None:
     """Fuse, take the best, rescore the short list with rapidfuzz when a query word is unknown
     (typo tolerance), fetch rows; None if the index moved to another generation meanwhile."""
     weights = _weights(cfg, q.text, snap)
-    if cfg["fusion"] == "rrf":
-        final = scoring.fuse_rrf(channels, weights, cfg["rrf_k"])
-    else:
-        final = scoring.fuse_weighted(channels, weights)
+    final = _fuse(channels, weights, cfg)
     fuzzy_n = int(cfg["fuzzy_rescore"]) if unknown else 0
     wanted = max(limit, fuzzy_n)
     while True:
@@ -327,7 +349,19 @@ def _hits(vault: Store, snap: Snapshot, q: Query, docs, channels, eff, dec, unkn
     if scored is None:
         return None
     scored.sort(key=lambda item: (-item[0], item[1]))
-    return [_hit(row, parts, total, float(eff[i]), float(dec[i])) for total, _, row, parts, i in scored[:limit]]
+    hits = [_hit(snap, row, parts, total, prior, i, int(docs[i])) for total, _, row, parts, i in scored[:limit]]
+    if not q.explain:
+        return Hits(hits)
+    undecayed = {**channels, "strength": np.clip(prior.undecayed / scoring.MAX_SCORE, 0.0, 1.0)}
+    hidden = hindsight.suppressed(vault.index.rows, snap.generation, docs, channels["lexical"], prior.decay,
+                                  _top(_fuse(undecayed, weights, cfg), limit), {h.id for h in hits})
+    return None if hidden is None else Hits(hits, hidden)
+
+
+def _fuse(channels: dict[str, np.ndarray], weights: dict[str, float], cfg: dict) -> np.ndarray:
+    if cfg["fusion"] == "rrf":
+        return scoring.fuse_rrf(channels, weights, cfg["rrf_k"])
+    return scoring.fuse_weighted(channels, weights)
 
 
 def _short_list(vault: Store, snap: Snapshot, q: Query, docs, channels, final, top, fuzzy_n: int, cfg: dict):
@@ -372,7 +406,10 @@ def _fuzzy(query: str, rows: list[dict | None]) -> np.ndarray:
                      for r in rows])
 
 
-def _hit(row: dict[str, Any], parts: dict[str, float], final: float, eff: float, dec: float) -> Hit:
+def _hit(snap: Snapshot, row: dict[str, Any], parts: dict[str, float], final: float, prior: hindsight.Prior, i: int,
+         doc: int) -> Hit:
+    eff, dec = float(prior.effective[i]), float(prior.decay[i])
+    weight = float(prior.feedback if np.isscalar(prior.feedback) else prior.feedback[i])
     stamp = row["stamp"]
     if not stamp:
         stamp = dt.datetime.fromtimestamp(row["ts"]).astimezone().isoformat(timespec="seconds")
@@ -380,7 +417,8 @@ def _hit(row: dict[str, Any], parts: dict[str, float], final: float, eff: float,
                source=row["source"], lifecycle=row["lifecycle"], timestamp=str(stamp), score=float(row["score"]),
                effective=round(eff, 6), final=round(final, 6), type=row["type"], value=row["value"],
                status=row["status"], namespace=row["namespace"], decay=round(dec, 6),
-               channels={k: round(v, 6) for k, v in parts.items()})
+               channels={k: round(v, 6) for k, v in parts.items()}, feedback=hindsight.hit_feedback(snap, doc, weight),
+               policy=hindsight.hit_policy(row))
 
 
 _NEIGHBOURS = ((-2, 0.5), (-1, 1.0), (1, 1.0), (2, 0.5))  # (offset in the episode, share of relevance)

@@ -1,4 +1,4 @@
-"""Per-device append-only logs: access events (reinforcement) and the audit trail.
+"""Per-device append-only logs: access, feedback and pin events (ranking) and the audit trail.
 
 Each device writes only `.vaultmem/devices/<device-id>/`, so a git merge of two machines' logs
 never conflicts. The device id is generated once per machine and kept outside the vault.
@@ -7,6 +7,7 @@ never conflicts. The device id is generated once per machine and kept outside th
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections.abc import Iterable, Iterator
@@ -14,9 +15,11 @@ from pathlib import Path
 
 from ..errors import VaultmemError
 from .files import atomic_write
+from ..text.decay import VERDICTS
 from ..text.times import LAST_TS
 
 _DEVICE_FILE = "device-id"
+FOLDED = ("access", "feedback", "pin", "unpin")  # the events the index folds from every device's events logs
 
 
 def state_dir() -> Path:
@@ -164,13 +167,33 @@ def _event(raw: bytes) -> tuple[dict | None, str]:
         return None, "not a line of JSON"
     if not isinstance(ev, dict):
         return None, "not a JSON object"
-    if ev.get("event") == "access":
+    kind = ev.get("event")
+    if kind in FOLDED:  # the events ranking folds: one bad value must not reach the index
+        named = f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} event"
         if not isinstance(ev.get("id"), str):
-            return None, "an access event's id must be text"
+            return None, f"{named}'s id must be text"
         ts = ev.get("ts", 0)
-        if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not 0 <= ts <= LAST_TS:  # NaN fails too
-            return None, f"an access event's ts must be POSIX seconds, not {json.dumps(ts)[:40]}"
+        if not _seconds(ts):
+            return None, f"{named}'s ts must be POSIX seconds, not {json.dumps(ts)[:40]}"
+        if kind == "feedback" and ev.get("verdict") not in VERDICTS:
+            return None, f"a feedback event's verdict must be one of {', '.join(VERDICTS)}"
+        if kind == "pin" and not all(_number(ev.get(key, 0)) for key in ("ratio", "age_hours")):
+            return None, "a pin event's ratio and age_hours must be numbers"
     return ev, ""
+
+
+def _number(value: object) -> bool:
+    """A finite int or float (an int of 400 digits is none: float() overflows)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _seconds(value: object) -> bool:
+    return _number(value) and 0 <= value <= LAST_TS  # type: ignore[operator]
 
 
 def log_files(devices_dir: Path, kind: str) -> Iterator[Path]:

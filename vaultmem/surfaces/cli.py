@@ -654,7 +654,9 @@ def reindex(full: Annotated[bool, typer.Option(help="Re-parse every note, not on
 
 
 @app.command()
-def stats(vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
+def stats(vault: VaultOpt = None, json_out: JsonOpt = False,
+          lambda_: Annotated[bool, typer.Option("--lambda", help="The adaptive λ estimate and the pin events it "
+                                                                  "comes from, instead of the counts.")] = False) -> None:
     """Counts by kind, status, namespace and lifecycle, and the index's state.
 
     \b
@@ -664,6 +666,15 @@ def stats(vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
     """
     v = open_vault(vault)
     v.refresh(wait=False)
+    if lambda_:
+        from .cli_feedback import print_lambda
+
+        report = v.lambda_estimate()
+        if json_out:
+            print_json(report)
+        else:
+            print_lambda(report)
+        return
     data = v.stats()
     if json_out:
         print_json(data)
@@ -757,5 +768,8 @@ def merge_driver(
     from ..sync.mergedriver import run_merge_driver
 
     raise typer.Exit(run_merge_driver(base, ours, theirs, path))
+
+
 from . import cli_watch  # noqa: E402,F401 registers commands
 from . import cli_repair  # noqa: E402,F401 registers commands
+from . import cli_feedback  # noqa: E402,F401 registers commands

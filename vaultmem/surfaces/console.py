@@ -176,9 +176,10 @@ def recall_command(query: str | None, tag: list[str] | None, limit: int | None, 
     include = [status_name for flag, status_name in HIDDEN_FLAGS.items() if flags[flag]]
     hits = v.recall(query or "", tags=tag or [], limit=limit, type=type_, source=source, namespace=namespace,
                     lifecycle=lifecycle, status=status, include=include, since=epoch(since),
-                    until=epoch(until, True))
-    if json_out:
-        print_json([h.to_dict() for h in hits])
+                    until=epoch(until, True), explain=explain)
+    if json_out:  # with --explain an object, so the list form stays what it was for every other caller
+        found = [h.to_dict() for h in hits]
+        print_json({"hits": found, "suppressed": hits.suppressed} if explain else found)
     elif ids:
         for hit in hits:
             say(hit.id)
@@ -186,6 +187,8 @@ def recall_command(query: str | None, tag: list[str] | None, limit: int | None, 
         say("No memories match.", err=True)
     for rank, hit in enumerate([] if json_out or ids else hits, 1):
         _print_hit(rank, hit, explain)
+    if explain and not json_out and not ids:
+        _print_suppressed(hits.suppressed)
 
 
 def _print_hit(rank: int, hit, explain: bool) -> None:
@@ -196,6 +199,21 @@ def _print_hit(rank: int, hit, explain: bool) -> None:
         parts = "  ".join(f"{k}={v:.3f}" for k, v in hit.channels.items())
         say(f"   {parts}  score={hit.score:g} decay={hit.decay:.3f} effective={hit.effective:.3f} "
             f"final={hit.final:.3f}  ({hit.path})", style="dim")
+        own = [f"{k}={v:g}" if not isinstance(v, bool) else k for k, v in hit.policy.items()]
+        if hit.feedback:
+            own.append(f"feedback={hit.feedback['weight']:.3f} (+{hit.feedback['up']}/-{hit.feedback['down']})")
+        if own:
+            say(f"   {'  '.join(own)}", style="dim")
+
+
+def _print_suppressed(suppressed: list[dict]) -> None:
+    """What decay alone kept out of the top k (recall --explain)."""
+    if not suppressed:
+        return
+    say("suppressed by decay (would be in the top k without it):", style="title")
+    for item in suppressed:
+        say(f"   {item['title']}  rank without decay {item['rank_without_decay']}  decay={item['decay']:.3f}  "
+            f"lexical={item['lexical']:.3f}  ({item['path']})", style="dim")
 
 
 def remember_command(text: str | None, tag: list[str] | None, source: str | None, lifecycle: str | None,

@@ -3,8 +3,10 @@
 The rule, documented once here and in the README:
 
     strength   = (score + min(uses x reward, max_reward)) x feedback
-    effective  = strength x 0.5 ** (hours since t_ref / half_life(lifecycle))
+    effective  = strength x max(0.5 ** (hours since t_ref / half_life), decay_floor)
                  t_ref = the later of the write and the last recorded use
+                 half_life: the note's own (`half_life:`, inf when `pinned: true`), else its lifecycle's
+                 feedback, decay_floor: text/decay.py (1 and 0 for a note without them)
     final      = sum over channels of weight_c x channel_c        (fusion "weighted")
                = sum over channels of weight_c / (rrf_k + rank_c)  (fusion "rrf")
 
@@ -49,18 +51,27 @@ def strength(score: np.ndarray | float, uses: np.ndarray | float, reward: float,
 
 def effective(score: np.ndarray | float, uses: np.ndarray | float, written: np.ndarray | float,
               last_use: np.ndarray | float, now: float, half_life: np.ndarray | float,
-              reward: float, max_reward: float) -> tuple[np.ndarray, np.ndarray]:
+              reward: float, max_reward: float, feedback: np.ndarray | float = 1.0,
+              floor: np.ndarray | float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """Strength decayed from the later of write and last use (reading resets the clock).
 
     Args:
         written, last_use, now: POSIX seconds (last_use 0 when never used).
-        half_life: hours (inf for permanent).
+        half_life: hours (inf for permanent or pinned).
+        feedback: the strength multiplier of hindsight feedback (decay.feedback_weight).
+        floor: the least decay factor (a note's decay_floor).
     Returns:
         (effective score, the decay factor applied).
     """
+    return decayed(strength(score, uses, reward, max_reward, feedback), written, last_use, now, half_life, floor)
+
+
+def decayed(strong: np.ndarray | float, written: np.ndarray | float, last_use: np.ndarray | float, now: float,
+            half_life: np.ndarray | float, floor: np.ndarray | float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """A strength decayed from the later of write and last use, as effective() does: (effective, factor)."""
     t_ref = np.maximum(written, last_use)
-    factor = decay((now - t_ref) / SECONDS_PER_HOUR, half_life)
-    return strength(score, uses, reward, max_reward) * factor, factor
+    factor = np.maximum(decay((now - t_ref) / SECONDS_PER_HOUR, half_life), floor)
+    return strong * factor, factor
 
 
 def idf(df: int, n_docs: int) -> float:

@@ -25,13 +25,13 @@ from . import folderstate
 from .. import heartbeat
 from ...text import terms as text
 from ...errors import IndexDamaged, VaultmemError
-from ..events import log_files, read_new_lines
+from ..events import FOLDED, log_files, read_new_lines
 from ..files import remove_stale_temps, remove_tree
 from .records import Record, encode_terms, index_terms
 from .scan import RefreshStats, ScanRoot, look_at, map_chunks, walk
 from .sidecar import SCHEMA_VERSION, Sidecar, heals
-from .sqlrows import (INSERT_KEY, INSERT_NOTE, NOTE_FIELDS, UPSERT_ACCESS, drop_lookups, dup_keys, known_under,
-                      record_from_row,
+from .sqlrows import (INSERT_KEY, INSERT_NOTE, NOTE_FIELDS, drop_lookups, dup_keys, fold_event,
+                      known_under, record_from_row,
                       row_dict, to_row, transaction)
 from ..writelock import DEFAULT_TIMEOUT
 
@@ -49,6 +49,11 @@ Progress = Callable[[int, int], None]
 _ACCESS = "SELECT n.doc, a.uses, a.last FROM access a JOIN notes n ON n.id = a.id"
 _ACCESS_SINCE = ("SELECT n.doc, a.uses, a.last FROM notes n JOIN access a ON a.id = n.id "
                  "WHERE n.doc >= ?")
+
+# read by every snapshot, so they must cost nothing without feedback or policies: CROSS JOIN makes the
+# (small) feedback table the outer loop, never a scan of every note; a partial index holds the policies
+_FEEDBACK = "SELECT n.doc, f.good, f.bad FROM feedback f CROSS JOIN notes n ON n.id = f.id"
+_POLICIES = "SELECT doc, policy FROM notes WHERE policy != ''"
 
 
 class Index(Sidecar):
@@ -443,7 +448,7 @@ class Index(Sidecar):
     # -- events --------------------------------------------------------------------------------
     @heals
     def fold_events(self) -> None:
-        """Fold new access events of every device's logs into per-note use counts.
+        """Fold new access, feedback and pin events of every device's logs into per-note counts.
 
         A line that is no valid event is skipped (doctor names it), and a log that cannot be read
         (a folder or a dangling link by that name) waits: neither may stop every command.
@@ -465,11 +470,25 @@ class Index(Sidecar):
                 except OSError:
                     continue
                 for ev in events:
-                    if ev.get("event") == "access" and isinstance(ev.get("id"), str):
-                        conn.execute(UPSERT_ACCESS, (ev["id"], float(ev.get("ts", 0))))
+                    if ev.get("event") in FOLDED:  # read_new_lines checked their fields
+                        fold_event(conn, key, ev)
                 conn.execute("INSERT OR REPLACE INTO logpos VALUES (?, ?)", (key, end))
             conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'version'")
             self._set_meta(conn, access_version=int(self._meta(conn, "access_version", "0")) + 1)
+
+    def usage(self, note_id: str) -> tuple[int, float, int, int]:
+        """(uses, last use, up votes, down votes) folded for one note id; zeros when it has none."""
+        self.fold_events()
+        conn = self._conn()
+        used = conn.execute("SELECT uses, last FROM access WHERE id = ?", (note_id,)).fetchone() or (0, 0.0)
+        votes = conn.execute("SELECT good, bad FROM feedback WHERE id = ?", (note_id,)).fetchone() or (0, 0)
+        return used[0], used[1], votes[0], votes[1]
+
+    def pin_events(self) -> list[dict[str, Any]]:
+        """Every device's folded pin and unpin events, oldest first: {id, event, ts, ratio, age_hours, log}."""
+        self.fold_events()
+        rows = self._conn().execute("SELECT id, event, ts, ratio, age_hours, file FROM pins ORDER BY ts, rowid")
+        return [dict(zip(("id", "event", "ts", "ratio", "age_hours", "log"), row)) for row in rows]
 
     # -- reading -------------------------------------------------------------------------------
     @heals
@@ -515,12 +534,13 @@ class Index(Sidecar):
                 new_uses = grows and access_version == prev.access_version
                 access = conn.execute(_ACCESS_SINCE if new_uses else _ACCESS, (prev.size,) if new_uses else ()).fetchall()
                 entities = conn.execute("SELECT title, aliases FROM notes WHERE kind = 'entity'").fetchall()
+                own = {"feedback": conn.execute(_FEEDBACK).fetchall(), "policies": conn.execute(_POLICIES).fetchall()}
             if grows:
                 return advance_snapshot(prev, next_doc, tombs, in_delta, delta, access, entities, access_version,
-                                        all_uses=not new_uses)
+                                        all_uses=not new_uses, **own)
             try:
                 return load_snapshot(folder, n_base, next_doc, tombs, delta, access, entities, int(generation or 0), prev,
-                                     access_version)
+                                     access_version, **own)
             except FileNotFoundError as exc:
                 if generation == missing_in:
                     raise IndexDamaged(f"gen-{generation}: {os.path.basename(exc.filename)} is missing") from None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import math
 import os
 from collections import Counter
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ...text import terms as text
+from ...text.decay import Policy, read_policy
 from ...text.dedup import sketch_keys
 from ...text.times import FIRST_TS, LAST_TS, iso_time
 from ...errors import InvalidValue, NoteFormatError, VaultmemError
@@ -54,6 +56,7 @@ class Record:
     error: str = ""
     terms: Counter = field(default_factory=Counter)
     sketch: list[int] = field(default_factory=list)  # near-duplicate keys of the body (dedup.sketch_keys)
+    policy: str = ""  # the note's own decay policy as JSON (text/decay.py: half_life, decay_floor, pinned), "" if none
 
 
 def link_key(name: str) -> str:
@@ -206,6 +209,9 @@ def _fill_from_note(rec: Record, meta: dict[str, Any], body: str, tags: list[str
     except ValueError as exc:  # the note is found, dated by its file; doctor names it
         rec.ts = mtime
         problems.append(f"timestamp {exc}")
+    policy = read_policy(meta)
+    rec.policy = _policy_json(policy)
+    problems.extend(policy.problems)  # ignored by recall, named by doctor
     rec.error = str(NoteFormatError(rec.path, None, "; ".join(problems))) if problems else ""
     rec.lifecycle = _str(meta.get("lifecycle")) or _str(defaults.get("lifecycle"))
     rec.source = _str(meta.get("source"))
@@ -222,6 +228,12 @@ def _fill_from_note(rec: Record, meta: dict[str, Any], body: str, tags: list[str
         rec.fp = text.digest(plain)
     rec.terms = index_terms(rec) if like is None else amended_terms(like, rec)
     return plain
+
+
+def _policy_json(policy: Policy) -> str:
+    """The policy's valid overrides as compact JSON; "" when the note has none (nearly every note)."""
+    found = policy.to_dict()
+    return json.dumps(found, separators=(",", ":"), sort_keys=True) if found else ""
 
 
 def build_records(root: str, items: list[tuple], defaults: dict[str, Any]) -> tuple[list[Record], list[tuple]]:

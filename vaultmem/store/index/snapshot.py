@@ -190,6 +190,8 @@ class Snapshot:
     stamp: tuple = ()  # the generation folder's identity (a rebuild may reuse its number)
     entity_rows: list[tuple[str, str]] = field(default_factory=list)  # what `entities` was made from
     access_version: str = ""  # the index's count of access folds when `uses` was read
+    feedback: list[tuple] = field(default_factory=list)  # (doc, good, bad) of the notes given feedback
+    policies: list[tuple] = field(default_factory=list)  # (doc, policy JSON) of the notes with a decay policy
     memo: dict = field(default_factory=dict)  # values derived from the snapshot, computed once
 
     def __post_init__(self) -> None:
@@ -302,7 +304,8 @@ def _read_generation(folder: Path) -> tuple[_Generation, dict[str, np.ndarray], 
 
 def load_snapshot(folder: Path | None, n_base: int, next_doc: int, tombs: np.ndarray, delta_rows: list[tuple],
                   access: list[tuple], entities: list[tuple[str, str]], generation: int,
-                  prev: Snapshot | None = None, access_version: str = "") -> Snapshot:
+                  prev: Snapshot | None = None, access_version: str = "", feedback: list[tuple] = (),
+                  policies: list[tuple] = ()) -> Snapshot:
     """Assemble a snapshot from a generation folder and the delta rows read in the same transaction
     (`prev`: the snapshot loaded before, whose entity names are kept if no entity changed).
 
@@ -323,12 +326,12 @@ def load_snapshot(folder: Path | None, n_base: int, next_doc: int, tombs: np.nda
     live = _live(size, n_base, tombs, delta)
     uses, last_use = _uses(access, size)
     return Snapshot(generation, live, score, ts, codes, vocab, doclen, uses, last_use, _names(entities, prev), base,
-                    delta, n_base, stamp, entities, access_version)
+                    delta, n_base, stamp, entities, access_version, list(feedback), list(policies))
 
 
 def advance_snapshot(prev: Snapshot, next_doc: int, tombs: np.ndarray, in_delta: set[int], new_rows: list[tuple],
                      access: list[tuple], entities: list[tuple[str, str]], access_version: str = "",
-                     all_uses: bool = True) -> Snapshot:
+                     all_uses: bool = True, feedback: list[tuple] = (), policies: list[tuple] = ()) -> Snapshot:
     """The snapshot after writes within prev's generation: the delta documents still in the delta
     (`in_delta`) are kept, the others dropped, and only the rows added since (`new_rows`, every doc
     past prev's) are read; equal to load_snapshot of the same state.
@@ -353,7 +356,7 @@ def advance_snapshot(prev: Snapshot, next_doc: int, tombs: np.ndarray, in_delta:
         uses[~live], last_use[~live] = 0, 0  # a dropped document has no note row, so a fresh load reads none
         _set_uses(uses, last_use, access)
     return Snapshot(prev.generation, live, score, ts, codes, vocab, doclen, uses, last_use, _names(entities, prev),
-                    prev.base, delta, prev.n_base, prev.stamp, entities, access_version)
+                    prev.base, delta, prev.n_base, prev.stamp, entities, access_version, list(feedback), list(policies))
 
 
 def _extend(column: np.ndarray | None, size: int, dtype) -> np.ndarray:

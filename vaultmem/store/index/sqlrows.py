@@ -14,11 +14,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ...text.decay import VERDICTS
 from .records import Record
 
 NOTE_FIELDS = ("id", "path", "kind", "title", "mtime_ns", "size", "sha", "fp", "type", "value", "score", "ts",
                "lifecycle", "source", "trust", "status", "namespace", "episode", "tags", "aliases", "links",
-               "body", "stamp", "error", "sketch")
+               "body", "stamp", "error", "sketch", "policy")
 _LIST_FIELDS = ("tags", "aliases", "links")
 _NOTE_VALUES = operator.attrgetter(*NOTE_FIELDS)  # a Record's row values in one C call
 _LIST_AT = tuple(NOTE_FIELDS.index(f) for f in _LIST_FIELDS)
@@ -37,6 +38,13 @@ CREATE TABLE IF NOT EXISTS access(id TEXT PRIMARY KEY, uses INTEGER NOT NULL, la
 CREATE TABLE IF NOT EXISTS logpos(file TEXT PRIMARY KEY, offset INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS notes_value ON notes(type, value);
 CREATE INDEX IF NOT EXISTS notes_path_nocase ON notes(path COLLATE NOCASE);
+-- the few notes with a decay policy of their own (pinned, half_life, decay_floor): read by every snapshot
+CREATE INDEX IF NOT EXISTS notes_policy ON notes(doc, policy) WHERE policy != '';
+-- folded hindsight feedback per note id (every device's events logs), and pin events for adaptive λ
+CREATE TABLE IF NOT EXISTS feedback(id TEXT PRIMARY KEY, good INTEGER NOT NULL, bad INTEGER NOT NULL, last REAL NOT NULL);
+-- (each log line is folded once: logpos moves in the same transaction)
+CREATE TABLE IF NOT EXISTS pins(file TEXT NOT NULL, id TEXT NOT NULL, event TEXT NOT NULL, ts REAL NOT NULL,
+                                ratio REAL, age_hours REAL);
 -- sketch keys (dedup.sketch_keys) of the notes not yet in a generation; a generation keeps the rest
 CREATE TABLE IF NOT EXISTS dupkey(key INTEGER NOT NULL, path TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS dupkey_key ON dupkey(key);
@@ -48,6 +56,22 @@ INSERT_NOTE = f"INSERT INTO notes (doc, {', '.join(NOTE_FIELDS)}) VALUES ({', '.
 INSERT_KEY = "INSERT INTO dupkey VALUES (?, ?)"
 UPSERT_ACCESS = ("INSERT INTO access VALUES (?, 1, ?) ON CONFLICT(id) DO UPDATE SET uses = uses + 1, "
                  "last = max(last, excluded.last)")
+
+UPSERT_FEEDBACK = ("INSERT INTO feedback VALUES (?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET good = good + excluded.good, "
+                   "bad = bad + excluded.bad, last = max(last, excluded.last)")
+INSERT_PIN = "INSERT INTO pins VALUES (?, ?, ?, ?, ?, ?)"
+
+
+def fold_event(conn: sqlite3.Connection, log: str, ev: dict[str, Any]) -> None:
+    """Fold one valid event of a device's events log (`log`: its path under devices/) into the tables."""
+    kind, ts = ev.get("event"), float(ev.get("ts", 0))
+    if kind == "access":
+        conn.execute(UPSERT_ACCESS, (ev["id"], ts))
+    elif kind == "feedback":
+        vote = VERDICTS[ev["verdict"]]
+        conn.execute(UPSERT_FEEDBACK, (ev["id"], int(vote > 0), int(vote < 0), ts))
+    elif kind in ("pin", "unpin"):
+        conn.execute(INSERT_PIN, (log, ev["id"], kind, ts, ev.get("ratio"), ev.get("age_hours")))
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -154,5 +178,6 @@ def known_under(conn: sqlite3.Connection, paths: list[str]) -> dict[str, tuple[i
     return known
 
 
-__all__ = ["INSERT_KEY", "INSERT_NOTE", "NOTE_FIELDS", "SCHEMA", "UPSERT_ACCESS", "connect", "drop_lookups",
-           "dup_keys", "is_damage", "known_under", "record_from_row", "row_dict", "to_row", "transaction"]
+__all__ = ["INSERT_KEY", "INSERT_NOTE", "INSERT_PIN", "NOTE_FIELDS", "SCHEMA", "UPSERT_ACCESS", "UPSERT_FEEDBACK", "connect",
+           "drop_lookups", "dup_keys", "fold_event", "is_damage", "known_under", "record_from_row", "row_dict", "to_row",
+           "transaction"]
