@@ -33,7 +33,10 @@ of a note, or two sides with their ancestor, merged by these same rules.
 
 A file that is not a note on both sides (no frontmatter, invalid YAML, binary) gets git's own text
 merge (`git merge-file`): its result and exit status, so git reports a normal conflict. Renames,
-deletes and modify/delete conflicts are git's business: a driver only ever sees three contents.
+deletes and modify/delete conflicts never reach a driver (it only ever sees three contents):
+`vaultmem sync` settles them after the pull (gitsync.py). An add/add (both machines created the
+note) comes with an empty ancestor; the copies' shared lines stand in for it. Episode notes (`type:
+episode`, the day's timeline) merge their bodies as a union: both machines' lines are kept.
 """
 
 from __future__ import annotations
@@ -95,6 +98,13 @@ def merge_notes(base: bytes, ours: bytes, theirs: bytes, path: str) -> tuple[byt
     if base == ours:
         return theirs, True
     notes = _parse_sides(base, ours, theirs, path)
+    if notes is not None and not base.strip():
+        # add/add: two machines created the note (a day's episode note, most often) with no common
+        # version; git gives an empty ancestor, under which every line would clash. What the two
+        # copies share stands in for it, as for a repair.
+        copied = merge_copies(ours, theirs, path)
+        if copied is not None:
+            return copied, True
     merged = None if notes is None else _merge_note(notes[0].meta, notes[0].body, notes[1], notes[2])
     if merged is None:
         return _text_merge(base, ours, theirs, path)
@@ -191,7 +201,8 @@ def _merge_note(base_meta: dict[str, Any], base_body: str, ours: Note, theirs: N
     merged = _merge_meta(base_meta, ours.meta, theirs.meta)
     merged.conflicts = [c for c in merged.conflicts if not _recorded(ours.body, c[0], c[2])]
     labels = (_label("ours", base_meta, ours.meta), _label("theirs", base_meta, theirs.meta))
-    body, clashed = _merge_bodies(base_body, ours.body, theirs.body, labels, ours.newline)
+    union = ours.meta.get("type") == theirs.meta.get("type") == "episode"
+    body, clashed = _merge_bodies(base_body, ours.body, theirs.body, labels, ours.newline, union)
     if merged.conflicts:
         body = _with_property_callout(body, merged.conflicts, labels, ours.newline)
     if (clashed or merged.conflicts) and merged.meta.get("status") != "superseded":
@@ -338,15 +349,18 @@ def _equal(a: Any, b: Any) -> bool:
 # --- bodies ----------------------------------------------------------------------------------
 
 
-def _merge_bodies(base: str, ours: str, theirs: str, labels: tuple[str, str], nl: str) -> tuple[str, bool]:
-    """The body merged three-way, and whether a callout had to keep both texts of some lines."""
+def _merge_bodies(base: str, ours: str, theirs: str, labels: tuple[str, str], nl: str,
+                  union: bool = False) -> tuple[str, bool]:
+    """The body merged three-way, and whether a callout had to keep both texts of some lines. With
+    `union` (an episode note: a timeline both machines append to), lines both sides changed at one
+    place are all kept, ours first, with no callout: two machines' entries for one day are no conflict."""
     if ours == theirs or base == theirs:
         return ours, False
     if base == ours:
         return theirs, False
     size = _marker_size(base, ours, theirs)
     done = _git_merge_file(ours.encode("utf-8"), base.encode("utf-8"), theirs.encode("utf-8"),
-                           ["-c", "merge.conflictStyle=merge"], [f"--marker-size={size}"])
+                           ["-c", "merge.conflictStyle=merge"], [f"--marker-size={size}"] + ["--union"] * union)
     if done is None:  # no git, or it failed: both bodies stay whole
         parts: list[str | tuple[list[str], list[str]]] = [(_lines(ours), _lines(theirs))]
     else:
