@@ -12,10 +12,12 @@ leave the work tree dirty.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
 DRIVER = "vaultmem"
 ATTRIBUTES_MARK = "# vaultmem: memory notes merge field by field (vaultmem merge-driver)"
 IGNORED = (".obsidian/workspace*.json", ".obsidian/cache", ".trash/")
-_NOTE_ROLES = ("memories", "inbox", "archive", "entities")
+_NOTE_ROLES = ("memories", "inbox", "archive", "entities", "episodes")
 
 
 class GitError(VaultmemError):
@@ -81,10 +83,14 @@ def set_up(vault: Vault, repo: Path, dry_run: bool = False) -> list[str]:
     attributes = vault.root / ".gitattributes"
     held = attributes.read_text(encoding="utf-8") if attributes.exists() else ""
     if ATTRIBUTES_MARK not in held:
+        added = attributes_text(vault)
+    else:  # set up by an older vaultmem: the folders it did not name yet (episodes) join
+        added = "".join(line + "\n" for line in attributes_text(vault).splitlines() if line not in held.splitlines())
+    if added:
         done.append(".gitattributes")
         if not dry_run:
             atomic_write(attributes, (held + ("\n" if held and not held.endswith("\n") else "") +
-                                      attributes_text(vault)).encode("utf-8"))
+                                      added).encode("utf-8"))
     ignore = vault.root / ".gitignore"
     kept = ignore.read_text(encoding="utf-8") if ignore.exists() else ""
     missing = [line for line in IGNORED if line not in kept.splitlines()]
@@ -125,8 +131,21 @@ def _upstream(repo: Path) -> bool:
 
 
 def sync(vault: Vault, dry_run: bool = False) -> dict[str, Any]:
-    """Set up, commit, pull (merge), push, refresh; what was done, as a dict for --json."""
+    """Set up, commit, pull (merge), push, refresh; what was done, as a dict for --json. One sync at a
+    time per clone (a lock in the git folder): a watcher's and a person's sync wait for each other."""
+    from ..store.writelock import WriteLock
+
     repo = repository(vault)
+    git_dir = Path(_git(repo, "rev-parse", "--absolute-git-dir").stdout.strip())
+    lock = WriteLock(git_dir / "vaultmem-sync.lock", timeout=600)
+    lock.acquire()
+    try:
+        return _sync(vault, repo, git_dir, dry_run)
+    finally:
+        lock.release()
+
+
+def _sync(vault: Vault, repo: Path, git_dir: Path, dry_run: bool) -> dict[str, Any]:
     report: dict[str, Any] = {"repository": str(repo), "device": vault.device, "dry_run": dry_run,
                               "set_up": set_up(vault, repo, dry_run)}
     changes = _changes(vault, repo)
@@ -135,21 +154,26 @@ def sync(vault: Vault, dry_run: bool = False) -> dict[str, Any]:
     report["remote"] = upstream
     if dry_run:
         return report
+    # a machine with no git identity still syncs: the commit names the device
+    identity = [] if _has_identity(repo) else ["-c", "user.name=vaultmem", "-c", f"user.email=vaultmem@{vault.device}"]
+    if cleared := clear_stale_lock(git_dir):
+        report["cleared"] = cleared
+    if (git_dir / "MERGE_HEAD").exists():  # a merge an earlier sync (or a person) left unfinished
+        report["settled"] = _finish_merge(vault, repo, identity)
     rel = os.path.relpath(vault.root, repo)
     _git(repo, "add", "--all", "--", rel)
     staged = _git(repo, "diff", "--cached", "--quiet", "--", rel, check=False).returncode != 0
     if staged:
         message = (f"vaultmem sync from {vault.device}: {changes['new']} new, {changes['changed']} changed, "
                    f"{changes['removed']} removed notes")
-        # a machine with no git identity still syncs: the commit names the device
-        identity = [] if _has_identity(repo) else ["-c", "user.name=vaultmem", "-c", f"user.email=vaultmem@{vault.device}"]
         _git(repo, *identity, "commit", "-q", "-m", message)
         report["commit"] = message
     if upstream:
-        pulled = _git(repo, "pull", "--no-rebase", "--no-edit", "-q", check=False)
+        pulled = _git(repo, *identity, "pull", "--no-rebase", "--no-edit", "-q", check=False)
         if pulled.returncode != 0:
-            raise GitError("git pull could not merge: `git status` shows what is left; resolve it, commit, and "
-                           f"run `vaultmem sync` again ({(pulled.stderr or pulled.stdout).strip()[-300:]})")
+            if not (git_dir / "MERGE_HEAD").exists():
+                raise GitError(f"git pull failed: {(pulled.stderr or pulled.stdout).strip()[-300:]}")
+            report["settled"] = report.get("settled", []) + _finish_merge(vault, repo, identity)
         _git(repo, "push", "-q")
         report["pulled"] = report["pushed"] = True
     elif remotes := _git(repo, "remote").stdout.split():
@@ -157,6 +181,110 @@ def sync(vault: Vault, dry_run: bool = False) -> dict[str, Any]:
         report["pushed"] = True
     vault.refresh()
     return report
+
+
+def clear_stale_lock(git_dir: Path) -> str | None:
+    """Remove git's index.lock when the git that took it is gone (killed mid-merge: every later git
+    command would refuse to run); the lock's path when it was removed.
+
+    Stale means: no process has the file open and no git process works in this repository (git
+    closes the lock while a hook runs, so an open file alone does not tell). Where /proc is missing
+    (macOS, Windows) a lock older than ten minutes is stale."""
+    lock = git_dir / "index.lock"
+    try:
+        age = time.time() - lock.stat().st_mtime
+    except FileNotFoundError:
+        return None
+    proc = Path("/proc")
+    if proc.is_dir():
+        if _lock_in_use(proc, lock, git_dir):
+            return None
+    elif age < 600:
+        return None
+    with contextlib.suppress(FileNotFoundError):
+        lock.unlink()
+    return str(lock)
+
+
+def _lock_in_use(proc: Path, lock: Path, git_dir: Path) -> bool:
+    work_tree = git_dir.parent
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or entry.name == str(os.getpid()):
+            continue
+        try:
+            if (entry / "comm").read_text().strip().startswith("git"):
+                cwd = Path(os.readlink(entry / "cwd"))
+                if cwd == work_tree or work_tree in cwd.parents or cwd == git_dir:
+                    return True
+            for fd in (entry / "fd").iterdir():
+                if os.readlink(fd) == str(lock):
+                    return True
+        except OSError:  # gone meanwhile, or another user's process
+            continue
+    return False
+
+
+def _finish_merge(vault: Vault, repo: Path, identity: list[str]) -> list[dict[str, str]]:
+    """Settle what git's merge left unmerged, losing no text, and commit the merge; what was settled.
+
+    A driver never sees these: a note one machine deleted (or renamed) and the other changed keeps
+    the changed text (a deletion is not worth a lost edit; forget archives, it does not delete); a
+    note both created, or one git merged line by line (no driver configured when it merged), is merged
+    by the driver's rules; a note both renamed differently stays under both names, one id in two files,
+    which repair folds into one. Anything else (a file that is not a note, with a true conflict) is left
+    to a person: GitError says so."""
+    from ..store.files import atomic_write
+    from .mergedriver import merge_notes
+
+    listed = _git(repo, "ls-files", "-u", "-z").stdout.split("\0")
+    stages: dict[str, dict[int, str]] = {}
+    for entry in filter(None, listed):
+        info, path = entry.split("\t", 1)
+        _mode, sha, stage = info.split()
+        stages.setdefault(path, {})[int(stage)] = sha
+    settled: list[dict[str, str]] = []
+    left: list[str] = []
+    twins = False
+    for path, held in sorted(stages.items()):
+        blob = {stage: _blob(repo, sha) for stage, sha in held.items()}
+        target = repo / path
+        if 2 in blob and 3 in blob:
+            if not path.endswith(".md"):
+                left.append(path)
+                continue
+            merged, clean = merge_notes(blob.get(1, b""), blob[2], blob[3], path)
+            if not clean:
+                left.append(path)
+                continue
+            atomic_write(target, merged)
+            settled.append({"path": path, "how": "merged"})
+        elif 2 in blob or 3 in blob:
+            side = 2 if 2 in blob else 3
+            target.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(target, blob[side])
+            settled.append({"path": path, "how": "kept the changed copy" if 1 in blob else "kept"})
+            twins = True
+        else:  # deleted on both sides
+            with contextlib.suppress(FileNotFoundError):
+                target.unlink()
+            settled.append({"path": path, "how": "deleted"})
+        _git(repo, "add", "--all", "--", path)
+    if left:
+        raise GitError("git pull left conflicts vaultmem cannot settle in "
+                       f"{', '.join(left[:5])}{' …' if len(left) > 5 else ''}: resolve them, commit, "
+                       "and run `vaultmem sync` again")
+    if twins:
+        from .repair import repair
+
+        vault.refresh()
+        if repair(vault).repaired:
+            _git(repo, "add", "--all", "--", os.path.relpath(vault.root, repo))
+    _git(repo, *identity, "commit", "-q", "--no-edit")
+    return settled
+
+
+def _blob(repo: Path, sha: str) -> bytes:
+    return subprocess.run(["git", "-C", str(repo), "cat-file", "blob", sha], capture_output=True, check=True).stdout
 
 
 def sync_warnings(vault: Vault) -> list[str]:
@@ -181,5 +309,5 @@ def _has_identity(repo: Path) -> bool:
     return bool(_git(repo, "config", "user.email", check=False).stdout.strip())
 
 
-__all__ = ["GitError", "attributes_text", "driver_command", "driver_configured", "repository", "set_up", "sync",
+__all__ = ["GitError", "attributes_text", "clear_stale_lock", "driver_command", "driver_configured", "repository", "set_up", "sync",
            "sync_warnings"]
