@@ -82,18 +82,19 @@ def test_lambda_from_pins_is_the_mean_bounded():
 
 # -- feedback --------------------------------------------------------------------------------------
 def test_useful_and_confirm_rewrite_no_note_and_raise_it(vault):
-    first = _note(vault, "Alpha", "The build server runs the nightly jobs at two.")
-    second = _note(vault, "Bravo", "The build server runs the nightly jobs at three.")
+    _note(vault, "Alpha", "The build server runs the nightly jobs at two.")
+    _note(vault, "Bravo", "The build server runs the nightly jobs at three.")
     before = {p.name: p.read_bytes() for p in vault.folders["memories"].glob("*.md")}
-    assert _titles(vault, "build server nightly")[0] == "Alpha"
+    top, low = _titles(vault, "build server nightly")[:2]  # an exact tie: the newer note leads
+    raised = vault.recall("build server nightly", now=NOW, record_access=False)[1].id
     for verdict in ("useful", "confirm"):
-        result = vault.feedback(second, verdict)
+        result = vault.feedback(raised, verdict)
         assert result.action == "recorded" and result.changed == [] and result.status == "active"
     assert {p.name: p.read_bytes() for p in vault.folders["memories"].glob("*.md")} == before
     hits = vault.recall("build server nightly", now=NOW, record_access=False)
-    assert [h.title for h in hits] == ["Bravo", "Alpha"]
+    assert [h.title for h in hits] == [low, top]
     assert hits[0].feedback == {"weight": pytest.approx(rules.feedback_weight(2, 3, 2.0), abs=1e-6), "up": 2, "down": 0}
-    assert hits[1].feedback == {} and first
+    assert hits[1].feedback == {}
 
 
 def test_wrong_flags_an_active_note_with_a_one_line_edit_and_lowers_it(vault):
@@ -140,8 +141,8 @@ def test_a_hundred_useful_never_beat_a_much_better_match(vault):
 
 def test_feedback_from_another_device_counts_once_its_log_is_there(vault):
     _note(vault, "Alpha", "The build server runs the nightly jobs at two.")
-    second = _note(vault, "Bravo", "The build server runs the nightly jobs at three.")
-    assert _titles(vault, "build server nightly")[0] == "Alpha"
+    second = _note(vault, "Bravo", "The build server runs the nightly jobs at three.", hours_ago=1)
+    assert _titles(vault, "build server nightly")[0] == "Alpha"  # the fresher one, before any feedback
     other = vault.state / "devices" / "laptop-9f00"  # as a git pull brings it
     append_events(other, "events", [{"event": "feedback", "id": second, "verdict": "useful", "ts": NOW}])
     assert _titles(vault, "build server nightly")[0] == "Bravo"

@@ -348,7 +348,9 @@ def _hits(vault: Store, snap: Snapshot, q: Query, docs, channels, prior: hindsig
         wanted *= 4
     if scored is None:
         return None
-    scored.sort(key=lambda item: (-item[0], item[1]))
+    # equal scores go by id, newest first, not by the index's row order: two clones of one vault
+    # indexed their notes in different orders and must answer alike
+    scored.sort(key=lambda item: (item[0], item[2]["id"]), reverse=True)
     hits = [_hit(snap, row, parts, total, prior, i, int(docs[i])) for total, _, row, parts, i in scored[:limit]]
     if not q.explain:
         return Hits(hits)
@@ -389,9 +391,15 @@ def _short_list(vault: Store, snap: Snapshot, q: Query, docs, channels, final, t
 
 
 def _top(values: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k largest values, best first (ties keep index order)."""
+    """Indices of the k largest values, best first (ties keep index order). Values tied with the k-th
+    are all taken when they are few (up to 4k more), so which of them ranks is the caller's choice
+    (by id), not the index order's."""
     if k < len(values):
         part = np.argpartition(-values, k)[:k]
+        if k:
+            ties = np.flatnonzero(values == values[part].min())
+            if len(ties) <= 4 * k:
+                part = np.union1d(part, ties)
     else:
         part = np.arange(len(values))
     return part[np.lexsort((part, -values[part]))]
@@ -541,17 +549,28 @@ def _memory_terms(snap: Snapshot, wanted: np.ndarray, rows: Callable[..., dict |
     return [memo[int(d)] for d in wanted]
 
 
-def _best_voters(snap: Snapshot, docs: np.ndarray, lexical: np.ndarray, n: int) -> np.ndarray:
-    """Indices of the n best candidates by lexical score; among equal scores the newest, so the
-    choice does not depend on how the index happens to number its documents."""
+def _best_voters(snap: Snapshot, docs: np.ndarray, lexical: np.ndarray, n: int,
+                 rows: Callable[..., dict | None]) -> np.ndarray:
+    """Indices of the n best candidates by lexical score, best first; among equal scores the newest,
+    then the greatest id, so neither the choice nor the order depends on how the index happens to
+    number its documents (two clones of one vault number theirs differently)."""
     best = _top(lexical, n)
     if not len(best):
         return best
     tied = np.flatnonzero(lexical >= lexical[best[-1]])
-    if len(tied) > len(best):
-        tied = tied[np.lexsort((-snap.ts[docs[tied]], -lexical[tied]))]
-        best = tied[:n]
+    order = np.lexsort((-snap.ts[docs[tied]], -lexical[tied]))
+    tied = tied[order]
+    if len(tied) <= 4 * n:  # the ids of a few rows: one lookup
+        found = rows([int(d) for d in docs[tied]], snap.generation) or {}
+        ids = [found.get(int(d), {}).get("id", "") for d in docs[tied]]
+        tied = tied[sorted(range(len(tied)), key=lambda j: (-lexical[tied[j]], -snap.ts[docs[tied[j]]], _desc(ids[j])))]
+    best = tied[:n]
     return best[lexical[best] > 0]
+
+
+def _desc(value: str) -> tuple[int, ...]:
+    """A sort key that orders strings from greatest to least."""
+    return tuple(-ord(ch) for ch in value)
 
 
 def _feedback_terms(snap: Snapshot, docs: np.ndarray, lexical: np.ndarray, terms: list[str], cfg: dict,
@@ -559,7 +578,7 @@ def _feedback_terms(snap: Snapshot, docs: np.ndarray, lexical: np.ndarray, terms
     """(weight, docs, tf) of the feedback_terms strongest terms that are not the query's, strongest
     first: the feedback_docs best memories vote for their terms (scoring.feedback_weights), and a
     vote counts times the term's idf, so words every memory has do not lead."""
-    best = _best_voters(snap, docs, lexical, int(cfg["feedback_docs"]))
+    best = _best_voters(snap, docs, lexical, int(cfg["feedback_docs"]), rows)
     counts = _memory_terms(snap, docs[best], rows)
     if counts is None:
         return []  # the index moved on: the recall starts again on a new snapshot
@@ -572,11 +591,14 @@ def _feedback_terms(snap: Snapshot, docs: np.ndarray, lexical: np.ndarray, terms
     memo = snap.memo.setdefault("feedback_postings", {})
     if len(memo) > _MEMO_TERMS:
         memo.clear()
-    for term in sorted(votes, key=votes.__getitem__, reverse=True)[:_FEEDBACK_SHORTLIST * n_terms]:
+    # equal votes go by the term itself, not by the order the voters came in (which follows the
+    # index's numbering of its documents: two clones of one vault must expand a query alike)
+    for term in sorted(votes, key=lambda term: (-votes[term], term))[:_FEEDBACK_SHORTLIST * n_terms]:
         term_docs, tf = memo[term] if term in memo else memo.setdefault(term, snap.postings(term))
         if len(term_docs) > 1:  # a term of one memory only finds that memory again
-            picked.append((votes[term] * scoring.idf(len(term_docs), n), term_docs, tf))
-    return sorted(picked, key=lambda item: -item[0])[:n_terms]
+            picked.append((votes[term] * scoring.idf(len(term_docs), n), term, term_docs, tf))
+    picked.sort(key=lambda item: (-item[0], item[1]))
+    return [(weight, term_docs, tf) for weight, _, term_docs, tf in picked[:n_terms]]
 
 
 def _questions(snap: Snapshot) -> np.ndarray:
