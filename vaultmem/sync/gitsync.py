@@ -42,7 +42,9 @@ def _git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProc
     done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
                           env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"})
     if check and done.returncode != 0:
-        raise GitError(f"git {' '.join(args[:2])} failed: {(done.stderr or done.stdout).strip().splitlines()[-1:]}")
+        said = (done.stderr or done.stdout).strip().splitlines()
+        why = next((line for line in said if line.startswith(("fatal:", "error:"))), said[-1] if said else "")
+        raise GitError(f"git {' '.join(args[:2])} failed: {why}")
     return done
 
 
@@ -158,6 +160,9 @@ def _sync(vault: Vault, repo: Path, git_dir: Path, dry_run: bool) -> dict[str, A
     identity = [] if _has_identity(repo) else ["-c", "user.name=vaultmem", "-c", f"user.email=vaultmem@{vault.device}"]
     if cleared := clear_stale_lock(git_dir):
         report["cleared"] = cleared
+    elif (git_dir / "index.lock").exists():
+        raise GitError(f"another git is at work in {repo} (it holds {git_dir / 'index.lock'}): let it finish, "
+                       "then run `vaultmem sync` again")
     if (git_dir / "MERGE_HEAD").exists():  # a merge an earlier sync (or a person) left unfinished
         report["settled"] = _finish_merge(vault, repo, identity)
     rel = os.path.relpath(vault.root, repo)
