@@ -118,3 +118,35 @@ def test_adjacent_property_edits_on_two_machines_merge_through_the_driver_withou
     merged = note.read_text(encoding="utf-8")
     assert "score: 9" in merged and "tags: [ops, database]" in merged and "<<<<<<<" not in merged
     assert git(laptop, "status", "--porcelain") == ""
+
+
+def test_feedback_given_on_one_machine_ranks_on_the_other_after_both_sync(tmp_path, origin):
+    """Device logs travel with the vault and never conflict; ranking folds every device's events."""
+    laptop = tmp_path / "laptop"
+    Vault.init(laptop)
+    git(laptop, "init", "-q", "-b", "main")
+    git(laptop, "remote", "add", "origin", str(origin))
+    vm("remember", "The build server runs the nightly jobs at two", "--vault", str(laptop),
+       device="laptop-1")
+    vm("remember", "The build server runs the nightly jobs at three", "--vault", str(laptop),
+       device="laptop-1")
+    vm("sync", "--vault", str(laptop), device="laptop-1")
+    desk = tmp_path / "desk"
+    subprocess.run(["git", "clone", "-q", str(origin), str(desk)], check=True)
+
+    def order(where: Path, device: str) -> list[str]:
+        hits = vm("recall", "build server nightly jobs", "--vault", str(where), "--json", device=device)
+        return [h["title"] for h in json.loads(hits.stdout)]
+
+    before = order(laptop, "laptop-1")
+    assert order(desk, "desk-1") == before
+    lower = before[1]
+    for _ in range(3):
+        assert vm("feedback", lower, "useful", "--vault", str(desk), device="desk-1").returncode == 0
+    assert order(desk, "desk-1")[0] == lower
+    vm("feedback", before[0], "useful", "--vault", str(laptop), device="laptop-1")  # both logs change at once
+    assert vm("sync", "--vault", str(desk), device="desk-1").returncode == 0
+    done = vm("sync", "--vault", str(laptop), "--json", device="laptop-1")
+    assert done.returncode == 0 and "settled" not in json.loads(done.stdout)  # own logs: nothing to merge
+    assert order(laptop, "laptop-1")[0] == lower  # three votes from the desk outweigh one here
+    assert (laptop / ".vaultmem" / "devices" / "desk-1").is_dir()

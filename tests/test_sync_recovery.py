@@ -63,24 +63,42 @@ def adjacent_edits(laptop: Path, desk: Path, notes: list[Path]) -> None:
     assert vm("sync", "--vault", str(desk), device="desk-1").returncode == 0
 
 
-@pytest.mark.parametrize("kill_at", [1, 2])
-def test_a_kill_9_while_git_merges_leaves_a_repository_git_status_explains_and_the_next_sync_finishes(
-        tmp_path, kill_at):
-    laptop, desk, notes = two_clones(tmp_path, notes=3)
-    adjacent_edits(laptop, desk, notes)
-    real_driver = git(laptop, "config", "merge.vaultmem.driver").stdout.strip()
-    count = tmp_path / "driver-calls"
-    killer = tmp_path / "killing-driver.py"
-    killer.write_text(textwrap.dedent(f"""\
-        import os, signal, subprocess, sys
+def arm(laptop: Path, tmp_path: Path, kill_at: int) -> Path:
+    """Git's reference-transaction hook, which runs at every ref update of a sync (its commit, the
+    fetch, the merge, the push), counting its calls and at call `kill_at` killing the whole sync: the
+    power cord pulled while git is at work. Returns the counter file."""
+    count = tmp_path / "ref-updates"
+    hook = laptop / ".git" / "hooks" / "reference-transaction"
+    hook.write_text(textwrap.dedent(f"""\
+        #!{sys.executable}
+        import os, signal, sys
+        sys.stdin.read()
         calls = {str(count)!r}
         n = (int(open(calls).read()) if os.path.exists(calls) else 0) + 1
         open(calls, "w").write(str(n))
         if n == {kill_at}:
-            os.killpg(os.getpgid(0), signal.SIGKILL)  # the power cord: sync, git and driver at once
-        sys.exit(subprocess.call([{sys.executable!r}, "-m", "vaultmem", "merge-driver", *sys.argv[1:]]))
+            os.killpg(os.getpgid(0), signal.SIGKILL)
         """), encoding="utf-8")
-    git(laptop, "config", "merge.vaultmem.driver", f'"{sys.executable}" "{killer}" %O %A %B %P')
+    hook.chmod(0o755)
+    return count
+
+
+def test_a_full_sync_updates_refs_at_the_points_the_kill_test_covers(tmp_path):
+    laptop, desk, notes = two_clones(tmp_path, notes=3)
+    adjacent_edits(laptop, desk, notes)
+    count = arm(laptop, tmp_path, kill_at=0)
+    assert vm("sync", "--vault", str(laptop), device="laptop-1").returncode == 0
+    assert int(count.read_text()) == KILL_POINTS  # if git starts calling it more or less, widen the kill test
+
+
+KILL_POINTS = 10  # commit, fetch, merge, push: prepared and committed each, and ORIG_HEAD
+
+
+@pytest.mark.parametrize("kill_at", range(1, KILL_POINTS + 1))
+def test_a_kill_9_during_sync_leaves_a_repository_git_status_explains_and_the_next_sync_finishes(tmp_path, kill_at):
+    laptop, desk, notes = two_clones(tmp_path, notes=3)
+    adjacent_edits(laptop, desk, notes)
+    count = arm(laptop, tmp_path, kill_at)
     died = subprocess.run([sys.executable, "-m", "vaultmem", "sync", "--vault", str(laptop)], capture_output=True,
                           text=True, timeout=120, start_new_session=True,
                           env={**os.environ, "VAULTMEM_DEVICE_ID": "laptop-1"})
@@ -88,16 +106,16 @@ def test_a_kill_9_while_git_merges_leaves_a_repository_git_status_explains_and_t
 
     status = git(laptop, "status", check=False)
     assert status.returncode == 0, status.stderr  # git can say where the repository is
-    git(laptop, "config", "merge.vaultmem.driver", real_driver)  # the machine is back up
+    (laptop / ".git" / "hooks" / "reference-transaction").unlink()  # the machine is back up
     done = vm("sync", "--vault", str(laptop), "--json", device="laptop-1")
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["pulled"]
     for note in notes:
         text = note.read_text(encoding="utf-8")
         assert "tags: [ops, backup]" in text and "The laptop checked it on Monday." in text
         assert not any(m in text for m in MARKERS)
     assert git(laptop, "status", "--porcelain").stdout == ""
     assert not (laptop / ".git" / "MERGE_HEAD").exists() and not (laptop / ".git" / "index.lock").exists()
+    assert git(laptop, "rev-parse", "HEAD").stdout == git(laptop, "rev-parse", "@{u}").stdout  # pushed
 
 
 def test_a_note_deleted_on_one_machine_and_changed_on_the_other_keeps_the_change(tmp_path):
@@ -148,5 +166,5 @@ def test_a_stale_index_lock_is_cleared_and_a_live_one_is_not(tmp_path):
         assert lock.exists() and not held.closed
     done = vm("sync", "--vault", str(laptop), "--json", device="laptop-1")  # now nobody has it: a killed git's
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["cleared"] == str(lock) and not lock.exists()
+    assert json.loads(done.stdout)["cleared"] == [str(lock)] and not lock.exists()
     assert git(laptop, "status", "--porcelain").stdout == ""

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ..store.store import Store as Vault
 
 DRIVER = "vaultmem"
+SYNC_LOCK = "vaultmem-sync.lock"  # in the git folder: one sync at a time per clone
 ATTRIBUTES_MARK = "# vaultmem: memory notes merge field by field (vaultmem merge-driver)"
 IGNORED = (".obsidian/workspace*.json", ".obsidian/cache", ".trash/")
 _NOTE_ROLES = ("memories", "inbox", "archive", "entities", "episodes")
@@ -36,10 +37,10 @@ class GitError(VaultmemError):
     """git is missing, the vault is in no repository, or a git command failed."""
 
 
-def _git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+def _git(repo: Path, *args: str, check: bool = True, stdin: str | None = None) -> subprocess.CompletedProcess:
     if shutil.which("git") is None:
         raise GitError("vaultmem sync needs git: install it (https://git-scm.com) and run sync again")
-    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, input=stdin,
                           env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"})
     if check and done.returncode != 0:
         said = (done.stderr or done.stdout).strip().splitlines()
@@ -139,7 +140,7 @@ def sync(vault: Vault, dry_run: bool = False) -> dict[str, Any]:
 
     repo = repository(vault)
     git_dir = Path(_git(repo, "rev-parse", "--absolute-git-dir").stdout.strip())
-    lock = WriteLock(git_dir / "vaultmem-sync.lock", timeout=600)
+    lock = WriteLock(git_dir / SYNC_LOCK, timeout=600)
     lock.acquire()
     try:
         return _sync(vault, repo, git_dir, dry_run)
@@ -158,10 +159,10 @@ def _sync(vault: Vault, repo: Path, git_dir: Path, dry_run: bool) -> dict[str, A
         return report
     # a machine with no git identity still syncs: the commit names the device
     identity = [] if _has_identity(repo) else ["-c", "user.name=vaultmem", "-c", f"user.email=vaultmem@{vault.device}"]
-    if cleared := clear_stale_lock(git_dir):
+    if cleared := clear_stale_locks(git_dir):
         report["cleared"] = cleared
-    elif (git_dir / "index.lock").exists():
-        raise GitError(f"another git is at work in {repo} (it holds {git_dir / 'index.lock'}): let it finish, "
+    elif held := [p for p in git_dir.rglob("*.lock") if p.name != SYNC_LOCK and p.is_file()]:
+        raise GitError(f"another git is at work in {repo} (it holds {held[0]}): let it finish, "
                        "then run `vaultmem sync` again")
     if (git_dir / "MERGE_HEAD").exists():  # a merge an earlier sync (or a person) left unfinished
         report["settled"] = _finish_merge(vault, repo, identity)
@@ -174,10 +175,15 @@ def _sync(vault: Vault, repo: Path, git_dir: Path, dry_run: bool) -> dict[str, A
         _git(repo, *identity, "commit", "-q", "-m", message)
         report["commit"] = message
     if upstream:
-        pulled = _git(repo, *identity, "pull", "--no-rebase", "--no-edit", "-q", check=False)
+        # git would start the driver once per note (a Python start each); told it fails instead, git
+        # leaves those notes' three versions in its index and _finish_merge merges them all in this
+        # process, by the same rules: a pull of a thousand changed notes takes seconds, not minutes
+        pulled = _git(repo, *identity, "-c", f"merge.{DRIVER}.driver=exit 1", "pull", "--no-rebase", "--no-edit",
+                      "-q", check=False)
         if pulled.returncode != 0:
             if not (git_dir / "MERGE_HEAD").exists():
-                raise GitError(f"git pull failed: {(pulled.stderr or pulled.stdout).strip()[-300:]}")
+                said = (pulled.stderr or pulled.stdout).strip().splitlines()
+                raise GitError(f"git pull failed: {next((x for x in said if x.startswith('fatal:')), said[-1] if said else '')}")
             report["settled"] = report.get("settled", []) + _finish_merge(vault, repo, identity)
         _git(repo, "push", "-q")
         report["pulled"] = report["pushed"] = True
@@ -188,30 +194,34 @@ def _sync(vault: Vault, repo: Path, git_dir: Path, dry_run: bool) -> dict[str, A
     return report
 
 
-def clear_stale_lock(git_dir: Path) -> str | None:
-    """Remove git's index.lock when the git that took it is gone (killed mid-merge: every later git
-    command would refuse to run); the lock's path when it was removed.
+def clear_stale_locks(git_dir: Path) -> list[str]:
+    """Remove the lock files a killed git left (`index.lock`, `HEAD.lock`, a branch's or a remote
+    branch's `.lock`, `packed-refs.lock` …): while one is there, every later git command that needs it
+    refuses to run. The paths removed; none while a git may still be at work.
 
-    Stale means: no process has the file open and no git process works in this repository (git
-    closes the lock while a hook runs, so an open file alone does not tell). Where /proc is missing
-    (macOS, Windows) a lock older than ten minutes is stale."""
-    lock = git_dir / "index.lock"
-    try:
-        age = time.time() - lock.stat().st_mtime
-    except FileNotFoundError:
-        return None
+    At work means: some process has one of the locks open, or a git process works in this repository
+    (git closes the index lock while a hook runs, so an open file alone does not tell). Where /proc is
+    missing (macOS, Windows) only locks older than ten minutes count as stale."""
+    locks = [p for p in git_dir.rglob("*.lock") if p.is_file() and p.name != SYNC_LOCK
+             and "objects" not in p.relative_to(git_dir).parts[:1]]
+    if not locks:
+        return []
     proc = Path("/proc")
     if proc.is_dir():
-        if _lock_in_use(proc, lock, git_dir):
-            return None
-    elif age < 600:
-        return None
-    with contextlib.suppress(FileNotFoundError):
-        lock.unlink()
-    return str(lock)
+        if _git_at_work(proc, {str(p) for p in locks}, git_dir):
+            return []
+    else:
+        now = time.time()
+        locks = [p for p in locks if now - p.stat().st_mtime >= 600]
+    cleared = []
+    for lock in locks:
+        with contextlib.suppress(FileNotFoundError):
+            lock.unlink()
+            cleared.append(str(lock))
+    return cleared
 
 
-def _lock_in_use(proc: Path, lock: Path, git_dir: Path) -> bool:
+def _git_at_work(proc: Path, locks: set[str], git_dir: Path) -> bool:
     work_tree = git_dir.parent
     for entry in proc.iterdir():
         if not entry.name.isdigit() or entry.name == str(os.getpid()):
@@ -222,7 +232,7 @@ def _lock_in_use(proc: Path, lock: Path, git_dir: Path) -> bool:
                 if cwd == work_tree or work_tree in cwd.parents or cwd == git_dir:
                     return True
             for fd in (entry / "fd").iterdir():
-                if os.readlink(fd) == str(lock):
+                if os.readlink(fd) in locks:
                     return True
         except OSError:  # gone meanwhile, or another user's process
             continue
@@ -247,18 +257,17 @@ def _finish_merge(vault: Vault, repo: Path, identity: list[str]) -> list[dict[st
         info, path = entry.split("\t", 1)
         _mode, sha, stage = info.split()
         stages.setdefault(path, {})[int(stage)] = sha
+    blobs = _blobs(repo, {sha for held in stages.values() for sha in held.values()})
     settled: list[dict[str, str]] = []
     left: list[str] = []
     twins = False
     for path, held in sorted(stages.items()):
-        blob = {stage: _blob(repo, sha) for stage, sha in held.items()}
+        blob = {stage: blobs[sha] for stage, sha in held.items()}
         target = repo / path
         if 2 in blob and 3 in blob:
-            if not path.endswith(".md"):
-                left.append(path)
-                continue
             merged, clean = merge_notes(blob.get(1, b""), blob[2], blob[3], path)
-            if not clean:
+            if not clean:  # not a note: git's text merge, markers and all, for a person to settle
+                atomic_write(target, merged)
                 left.append(path)
                 continue
             atomic_write(target, merged)
@@ -273,11 +282,13 @@ def _finish_merge(vault: Vault, repo: Path, identity: list[str]) -> list[dict[st
             with contextlib.suppress(FileNotFoundError):
                 target.unlink()
             settled.append({"path": path, "how": "deleted"})
-        _git(repo, "add", "--all", "--", path)
     if left:
         raise GitError("git pull left conflicts vaultmem cannot settle in "
                        f"{', '.join(left[:5])}{' …' if len(left) > 5 else ''}: resolve them, commit, "
                        "and run `vaultmem sync` again")
+    done = [entry["path"] for entry in settled]
+    if done:  # one git add for them all: a pull of a thousand notes is not a thousand processes
+        _git(repo, "add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul", stdin="\0".join(done) + "\0")
     if twins:
         from .repair import repair
 
@@ -288,8 +299,20 @@ def _finish_merge(vault: Vault, repo: Path, identity: list[str]) -> list[dict[st
     return settled
 
 
-def _blob(repo: Path, sha: str) -> bytes:
-    return subprocess.run(["git", "-C", str(repo), "cat-file", "blob", sha], capture_output=True, check=True).stdout
+def _blobs(repo: Path, shas: set[str]) -> dict[str, bytes]:
+    """Each blob's bytes, read through one `git cat-file --batch`."""
+    if not shas:
+        return {}
+    order = sorted(shas)
+    out = subprocess.run(["git", "-C", str(repo), "cat-file", "--batch"], input="".join(f"{s}\n" for s in order).encode(),
+                         capture_output=True, check=True).stdout
+    blobs, at = {}, 0
+    for sha in order:
+        header_end = out.index(b"\n", at)
+        size = int(out[at:header_end].split()[2])
+        blobs[sha] = out[header_end + 1:header_end + 1 + size]
+        at = header_end + 1 + size + 1
+    return blobs
 
 
 def sync_warnings(vault: Vault) -> list[str]:
@@ -314,5 +337,5 @@ def _has_identity(repo: Path) -> bool:
     return bool(_git(repo, "config", "user.email", check=False).stdout.strip())
 
 
-__all__ = ["GitError", "attributes_text", "clear_stale_lock", "driver_command", "driver_configured", "repository", "set_up", "sync",
+__all__ = ["GitError", "attributes_text", "clear_stale_locks", "driver_command", "driver_configured", "repository", "set_up", "sync",
            "sync_warnings"]
