@@ -119,3 +119,12 @@ def test_watcher_benchmark_smoke_writes_every_figure(tmp_path):
     for key in ("save_to_recallable_p50_ms", "save_to_recallable_p99_ms", "cli_recall_watched_s",
                 "cli_recall_unwatched_s", "cli_recall_no_refresh_s", "import_floor_s"):
         assert isinstance(figures[key], (int, float)) and figures[key] > 0, key
+
+
+def test_sync_benchmark_smoke_merges_every_changed_note_in_process(tmp_path):
+    figures = smoke("sync.py", tmp_path / "sync.json")
+    assert figures["merged_ok"] is True and figures["merge"]["merges"] == figures["changed"] == 50
+    assert figures["merge"]["settled"] == 50 and figures["merge"]["merge_file_processes"] >= 50
+    for phase in ("push", "merge"):
+        assert 0 < figures[phase]["git_s"] < figures[phase]["total_s"], phase
+    assert figures["driver_process_ms"] > 0

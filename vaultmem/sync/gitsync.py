@@ -266,22 +266,23 @@ def _finish_merge(vault: Vault, repo: Path, identity: list[str]) -> list[dict[st
         target = repo / path
         if 2 in blob and 3 in blob:
             merged, clean = merge_notes(blob.get(1, b""), blob[2], blob[3], path)
+            atomic_write(target, merged, durable=False)  # synced once, below
             if not clean:  # not a note: git's text merge, markers and all, for a person to settle
-                atomic_write(target, merged)
                 left.append(path)
                 continue
-            atomic_write(target, merged)
             settled.append({"path": path, "how": "merged"})
         elif 2 in blob or 3 in blob:
             side = 2 if 2 in blob else 3
             target.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(target, blob[side])
+            atomic_write(target, blob[side], durable=False)
             settled.append({"path": path, "how": "kept the changed copy" if 1 in blob else "kept"})
             twins = True
         else:  # deleted on both sides
             with contextlib.suppress(FileNotFoundError):
                 target.unlink()
             settled.append({"path": path, "how": "deleted"})
+    if hasattr(os, "sync"):  # one flush for every note written above, not an fsync each
+        os.sync()
     if left:
         raise GitError("git pull left conflicts vaultmem cannot settle in "
                        f"{', '.join(left[:5])}{' …' if len(left) > 5 else ''}: resolve them, commit, "

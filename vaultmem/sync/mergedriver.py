@@ -41,9 +41,13 @@ episode`, the day's timeline) merge their bodies as a union: both machines' line
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import difflib
+import itertools
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -474,14 +478,32 @@ def _text_merge(base: bytes, ours: bytes, theirs: bytes, path: str) -> tuple[byt
 def _git_merge_file(ours: bytes, base: bytes, theirs: bytes, config: list[str],
                     options: list[str]) -> subprocess.CompletedProcess[bytes] | None:
     """`git merge-file -p` of three texts (exit status: the number of conflicts); None when it failed."""
-    with tempfile.TemporaryDirectory(prefix="vaultmem-merge-") as folder:
-        names = []
+    stem = os.path.join(_scratch(), f"{os.getpid()}-{next(_calls)}")
+    names = []
+    try:
         for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
-            names.append(os.path.join(folder, name))
+            names.append(f"{stem}.{name}")
             Path(names[-1]).write_bytes(data)
-        try:
-            done = subprocess.run(["git", *config, "merge-file", "-p", *options, *names], capture_output=True,
-                                  check=False)
-        except OSError:
-            return None
+        done = subprocess.run(["git", *config, "merge-file", "-p", *options, *names], capture_output=True,
+                              check=False)
+    except OSError:
+        return None
+    finally:
+        for name in names:
+            with contextlib.suppress(OSError):
+                os.unlink(name)
     return done if 0 <= done.returncode < 128 else None
+
+
+_calls = itertools.count()
+_folder: list[str] = []
+
+
+def _scratch() -> str:
+    """One temp folder per process for merge-file's three inputs (a sync merges a thousand notes:
+    no folder made and removed for each), removed when the process ends."""
+    if not _folder or not os.path.isdir(_folder[0]):
+        folder = tempfile.mkdtemp(prefix="vaultmem-merge-")
+        atexit.register(shutil.rmtree, folder, True)
+        _folder[:] = [folder]
+    return _folder[0]
