@@ -150,3 +150,24 @@ def test_feedback_given_on_one_machine_ranks_on_the_other_after_both_sync(tmp_pa
     assert done.returncode == 0 and "settled" not in json.loads(done.stdout)  # own logs: nothing to merge
     assert order(laptop, "laptop-1")[0] == lower  # three votes from the desk outweigh one here
     assert (laptop / ".vaultmem" / "devices" / "desk-1").is_dir()
+
+
+def test_the_commit_message_counts_notes_created_merged_superseded_and_edited(tmp_path, origin):
+    laptop = tmp_path / "laptop"
+    Vault.init(laptop)
+    git(laptop, "init", "-q", "-b", "main")
+    git(laptop, "remote", "add", "origin", str(origin))
+    for text in ("The staging database is db-stage-2", "Deploys go out on Tuesdays", "Backups run at 03:00 UTC"):
+        vm("remember", text, "--vault", str(laptop), device="laptop-1")
+    first = json.loads(vm("sync", "--vault", str(laptop), "--json", device="laptop-1").stdout)
+    assert first["committed"]["created"] == 3 and first["committed"]["edited"] == 0
+    vm("remember", "The staging database is db-stage-2", "--tag", "ops", "--vault", str(laptop), device="laptop-1")
+    vm("remember", "Backups run at 03:00 UTC", "--tag", "ops", "--vault", str(laptop), device="laptop-1")
+    staging = next(p for p in (laptop / "memories").glob("*.md") if "staging" in p.name)
+    vm("correct", staging.stem, "The staging database is db-stage-3", "--vault", str(laptop), device="laptop-1")
+    deploys = next(p for p in (laptop / "memories").glob("*.md") if "Deploys" in p.name)
+    deploys.write_text(deploys.read_text(encoding="utf-8") + "\nNot on holidays.\n", encoding="utf-8")
+    second = json.loads(vm("sync", "--vault", str(laptop), "--json", device="laptop-1").stdout)
+    assert second["committed"] == {"created": 1, "merged": 1, "superseded": 1, "edited": 1, "removed": 0}, second
+    assert second["commit"] == ("vaultmem sync from laptop-1: 1 created, 1 merged, 1 superseded, 1 edited, "
+                                "0 removed notes")

@@ -129,6 +129,34 @@ def _changes(vault: Vault, repo: Path) -> dict[str, int]:
     return counts
 
 
+def _staged_notes(repo: Path, folders: list[str]) -> dict[str, int]:
+    """What the commit holds, as a memory's life names it: notes created; merged (a vaultmem write
+    bumped the note's `version`: a restatement folded in); superseded (its `status` became
+    superseded); edited (any other change: a person's, or a property set by feedback or pin); moved;
+    removed. Read from one `git diff --cached` of the memory and entity folders (the day's episode
+    notes, templates and other files are not counted)."""
+    counts = dict.fromkeys(("created", "merged", "superseded", "edited", "moved", "removed"), 0)
+    diff = _git(repo, "diff", "--cached", "-U0", "--no-color", "--no-ext-diff", "-M", "--", *folders).stdout
+    for part in diff.split("\ndiff --git ")[0 if diff.startswith("diff --git ") else 1:]:
+        head, _, changes = part.partition("\n@@")
+        first = head.split("\n", 1)[0]
+        if not first.rstrip('"').endswith(".md"):
+            continue
+        if "\nnew file mode" in head:
+            counts["created"] += 1
+        elif "\ndeleted file mode" in head:
+            counts["removed"] += 1
+        elif "\n+status: superseded" in "\n" + changes:
+            counts["superseded"] += 1
+        elif "\n+version:" in "\n" + changes:
+            counts["merged"] += 1
+        elif "\nrename from " in head and not changes:
+            counts["moved"] += 1
+        else:
+            counts["edited"] += 1
+    return {kind: n for kind, n in counts.items() if n or kind in ("created", "edited", "removed")}
+
+
 def _upstream(repo: Path) -> bool:
     return _git(repo, "rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{u}", check=False).returncode == 0
 
@@ -170,8 +198,11 @@ def _sync(vault: Vault, repo: Path, git_dir: Path, dry_run: bool) -> dict[str, A
     _git(repo, "add", "--all", "--", rel)
     staged = _git(repo, "diff", "--cached", "--quiet", "--", rel, check=False).returncode != 0
     if staged:
-        message = (f"vaultmem sync from {vault.device}: {changes['new']} new, {changes['changed']} changed, "
-                   f"{changes['removed']} removed notes")
+        kinds = _staged_notes(repo, [os.path.relpath(vault.folders[role], repo) for role in _NOTE_ROLES
+                                     if role in vault.folders and role != "episodes"])
+        report["committed"] = kinds
+        message = f"vaultmem sync from {vault.device}: " + ", ".join(f"{n} {kind}" for kind, n in kinds.items()) + \
+            " notes"
         _git(repo, *identity, "commit", "-q", "-m", message)
         report["commit"] = message
     if upstream:
