@@ -373,3 +373,27 @@ def test_a_recall_whose_best_notes_are_not_on_disk_yet_still_answers_in_full(vau
     again = vault.recall("pager rotation", limit=10)
     assert len(again) == 10
     assert all((vault.root / hit.path).exists() for hit in again)
+
+
+def test_one_retry_loop_redoes_a_read_edit_write_while_someone_saves_and_then_gives_up():
+    from vaultmem.errors import WriteConflict
+    from vaultmem.store.store import CONFLICT_RETRIES, retry_conflicts
+
+    calls = []
+
+    def saved_twice_meanwhile():
+        calls.append(1)
+        if len(calls) < 3:
+            raise WriteConflict("memories/x.md")
+        return "written"
+
+    assert retry_conflicts(saved_twice_meanwhile) == "written" and len(calls) == 3
+    calls.clear()
+
+    def always_saved():
+        calls.append(1)
+        raise WriteConflict("memories/x.md", f"changed (attempt {len(calls)})")
+
+    with pytest.raises(WriteConflict, match=f"attempt {CONFLICT_RETRIES}"):
+        retry_conflicts(always_saved)
+    assert len(calls) == CONFLICT_RETRIES

@@ -80,3 +80,7 @@ class WatchLimit(VaultmemError):
     def __init__(self, message: str, setting: str):
         self.setting = setting
         super().__init__(message)
+
+
+__all__ = ["AmbiguousNote", "ConfigError", "IndexDamaged", "InvalidValue", "NoteFormatError", "NoteNotFound",
+           "PolicyViolation", "UnsafePath", "VaultNotFound", "VaultmemError", "WatchLimit", "WriteConflict"]

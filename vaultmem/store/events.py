@@ -200,3 +200,7 @@ def log_files(devices_dir: Path, kind: str) -> Iterator[Path]:
     """Every device's logs of one kind, in a stable order."""
     if devices_dir.is_dir():
         yield from sorted(devices_dir.glob(f"*/{kind}-*.jsonl"))
+
+
+__all__ = ["FOLDED", "append_events", "bad_lines", "device_id", "device_info", "log_files", "read_new_lines",
+           "reset_device_id", "state_dir"]

@@ -207,3 +207,7 @@ def remove_tree(path: Path) -> None:
     import shutil
 
     shutil.rmtree(path, ignore_errors=True)
+
+
+__all__ = ["atomic_write", "create_files", "fsync_path", "is_temp_name", "process_alive", "remove_stale_temps",
+           "remove_tree", "sync_files"]

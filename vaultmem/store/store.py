@@ -10,10 +10,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..config import CONFIG_TEMPLATE, load_config
-from ..errors import AmbiguousNote, NoteNotFound, UnsafePath, VaultNotFound, WriteConflict
+from ..errors import AmbiguousNote, InvalidValue, NoteNotFound, UnsafePath, VaultNotFound, WriteConflict
 from ..notes.names import safe_filename
 from .events import append_events, device_id
 from .files import atomic_write
@@ -23,9 +23,13 @@ from .index.sidecar import usable_cache
 from .writelock import lock_timeout, notice
 from .index.records import Record, build_record, content_hash
 
-__all__ = ["KIND_BY_FOLDER", "MEMORY_FOLDERS", "STATE_DIR", "Store", "find_templates", "framed", "inside"]
+__all__ = ["CONFLICT_RETRIES", "KIND_BY_FOLDER", "MEMORY_FOLDERS", "STATE_DIR", "Store", "find_templates", "framed", "inside",
+           "retry_conflicts"]
 
 STATE_DIR = ".vaultmem"
+CONFLICT_RETRIES = 5
+"""How often a read-edit-write is made again over a file someone keeps saving meanwhile."""
+_T = TypeVar("_T")
 MEMORY_FOLDERS = ("memories", "inbox", "archive")
 KIND_BY_FOLDER = {"memories": "memory", "inbox": "memory", "archive": "memory",
                   "entities": "entity", "episodes": "episode"}
@@ -367,7 +371,8 @@ class Store:
         """
         return _settled(path.read_bytes, known_sha, SAVE_WAITS)
 
-    def edit_note(self, path: Path, edit: Callable[[Any], str], *, durable: bool = True, retries: int = 5) -> str:
+    def edit_note(self, path: Path, edit: Callable[[Any], str], *, durable: bool = True,
+                  retries: int = CONFLICT_RETRIES) -> str:
         """Rewrite a note from its current text: read it, `edit(note.Note) -> new text`, write it
         unless it changed on disk meanwhile (a person saving in Obsidian), then read it again.
 
@@ -377,17 +382,15 @@ class Store:
         """
         from ..notes.note import parse_note
 
-        for _ in range(retries):
+        def once() -> str:
             data = self.read_current(path, "")
             if not framed(data):
                 raise WriteConflict(path, "is empty or has lost its frontmatter (being saved?); it was left as it is")
             new_text = edit(parse_note(data, self.relpath(path)))
-            try:
-                self.write_text(path, new_text, expected_sha=content_hash(data), durable=durable)
-                return new_text
-            except WriteConflict:
-                continue
-        raise WriteConflict(path)
+            self.write_text(path, new_text, expected_sha=content_hash(data), durable=durable)
+            return new_text
+
+        return retry_conflicts(once, retries)
 
     def audit(self, events: Iterable[dict]) -> None:
         """Append events to this device's audit log."""
@@ -405,3 +408,18 @@ class Store:
             if not self._told_read_only:
                 notice("the vault is read-only: recalls are not recorded as uses")
                 self._told_read_only = True
+
+
+def retry_conflicts(attempt: Callable[[], _T], retries: int = CONFLICT_RETRIES) -> _T:
+    """`attempt()` made again while it raises WriteConflict, at most `retries` times in all; the last
+    WriteConflict propagates. The one loop for every read-edit-write of a file a person may be saving:
+    each attempt must read the file afresh (their text wins) and write only if it is unchanged."""
+    if retries < 1:
+        raise InvalidValue(f"retries must be at least 1, not {retries}")
+    for _ in range(retries - 1):
+        try:
+            return attempt()
+        except WriteConflict:
+            continue
+    return attempt()
+

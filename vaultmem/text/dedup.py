@@ -159,3 +159,6 @@ def _root(owner: dict[str, str], path: str) -> str:
         owner[path] = owner[owner[path]]
         path = owner[path]
     return path
+
+
+__all__ = ["BatchKeys", "SKETCH_TERMS", "duplicate_groups", "restates", "sketch_keys", "words_and_numbers"]

@@ -149,3 +149,7 @@ def fuse_rrf(channels: Mapping[str, np.ndarray], weights: Mapping[str, float], k
         part = np.where(values > 0, weights.get(name, 0.0) / (k + rank), 0.0)
         total = part if total is None else total + part
     return total if total is not None else np.zeros(0)
+
+
+__all__ = ["MAX_SCORE", "SECONDS_PER_HOUR", "bm25", "decay", "decayed", "effective", "feedback_weights",
+           "fuse_rrf", "fuse_weighted", "group_bm25", "half_life_hours", "idf", "normalise", "strength"]

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from ..errors import NoteFormatError, WriteConflict
 from ..notes.note import render_new
 from ..store.index.records import content_hash
+from ..store.store import retry_conflicts
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor, Future
@@ -34,7 +35,6 @@ __all__ = ["DayPlan", "EpisodeLine", "PART_BYTES", "append_episodes", "index_pla
            "write_planned"]
 
 HEADING = "## vaultmem"
-RETRIES = 5
 PART_BYTES = 16 * 1024  # ~140 timeline lines: what a day note adds to a remember stays under ~1 ms
 _KNOWN_DAYS = 4  # day notes whose last record a process keeps (today's, and a batch's few days)
 # whole lines of the note (MULTILINE): a line's end may carry carriage returns before its line break
@@ -197,18 +197,17 @@ def _local(when: dt.datetime) -> dt.datetime:
 def _append_day(vault: Store, path: Path, day: dt.date, lines: list[str], durable: bool) -> Record | None:
     """Add the lines missing from one day note, re-reading it while someone else saves it; returns
     the record of its new text (None if no line was missing)."""
-    for _ in range(RETRIES):
+
+    def once() -> Record | None:  # created or saved by someone else since it was read: their text wins
         content, sha, current = _next_text(vault, path, day, lines)
         if content is None:
             return None
         path.parent.mkdir(parents=True, exist_ok=True)
         data = content.encode("utf-8")
-        try:
-            st = vault.write_text(path, data, expected_sha=sha, durable=durable)
-        except WriteConflict:
-            continue  # created or saved by someone else since it was read: their text wins, append again
+        st = vault.write_text(path, data, expected_sha=sha, durable=durable)
         return _day_record(vault, path, sha, current, content, data, (st.st_mtime_ns, st.st_size))
-    raise WriteConflict(path)
+
+    return retry_conflicts(once)
 
 
 def _day_record(vault: Store, path: Path, sha: str | None, current: str, content: str, data: bytes,

@@ -22,6 +22,7 @@ from ..text import terms as text
 from ..errors import UnsafePath, VaultmemError, WriteConflict
 from ..notes.note import parse_note, render_new, update_fields
 from ..store.index.records import content_hash
+from ..store.store import retry_conflicts
 from ..text.terms import _CJK, FULL_WIDTH, LazyPattern  # one definition of "CJK" for the tokenizer and the linker
 from ..notes.names import new_ulid, safe_filename
 
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
 __all__ = ["Entity", "EntityMatcher", "add_entity", "fold"]
 
 MIN_NAME_CHARS = 2  # a one-character name ("张", "X") would link half the vault
-RETRIES = 5
 _FEW_KEYS = 32  # up to this many keys, a substring test per key beats tokenising the body
 _PENDING_CHARS = 32  # first characters learnt since the last compile, searched one by one meanwhile
 
@@ -332,17 +332,16 @@ def add_entity(vault: Store, name: str, aliases: Iterable[str] = (), *, tags: It
     if title == "memory" and name != "memory":
         raise UnsafePath(f"{name!r} cannot be an entity's file name")
     wanted = [" ".join(a.split()) for a in (name, *aliases)]
-    for _ in range(RETRIES):
+
+    def once() -> tuple[str, Path]:  # created or edited by someone else meanwhile: found and read again
         path = _entity_path(vault, name) or vault.safe_path(str(vault.folders["entities"] / f"{title}.md"))
-        try:
-            action = _merge_aliases(vault, path, wanted, durable) if path.exists() else \
-                _create_entity(vault, path, name, wanted, tags, when, durable)
-        except WriteConflict:
-            continue  # created or edited by someone else meanwhile: read it again
-        if action != "unchanged":
-            vault.index.upsert([vault.record_for(path)])
-        return action, vault.relpath(path)
-    raise WriteConflict(path)
+        return (_merge_aliases(vault, path, wanted, durable) if path.exists() else
+                _create_entity(vault, path, name, wanted, tags, when, durable)), path
+
+    action, path = retry_conflicts(once)
+    if action != "unchanged":
+        vault.index.upsert([vault.record_for(path)])
+    return action, vault.relpath(path)
 
 
 def _check_policy(vault: Store, name: str, aliases: list[str], tags: list[str]) -> None:

@@ -681,3 +681,6 @@ def _open_sketches(folder: Path) -> tuple[Any, Any]:
     if len(views[0]) != len(views[1]):
         raise IndexDamaged(f"{folder.name}: dup_key.bin and dup_doc.bin disagree")
     return views[0], views[1]
+
+
+__all__ = ["BULK_ROWS", "CHUNK", "Index", "Progress", "RACY_NS"]

@@ -389,3 +389,9 @@ def retitle(rec: Record, title: str) -> None:
     the new one's in, without tokenising the body again."""
     rec.terms = encode_terms(_swapped(rec.terms, text.terms(rec.title), text.terms(title)))
     rec.title = title
+
+
+__all__ = ["KINDS", "LINK_PREFIX", "QUESTION_TERM", "Record", "STATUS_BY_FOLDER", "TAG_PREFIX", "amended_terms",
+           "appended_record", "build_record", "build_records", "content_hash", "decode_terms", "encode_terms",
+           "given_epoch", "index_terms", "link_key", "note_score", "relink", "rendered_record", "retitle",
+           "split_terms", "synthetic_id", "to_epoch", "unwritten_records", "value_terms"]

@@ -445,3 +445,7 @@ def entity_mentions(buckets: dict[str, list[tuple[str, str]]], query_norm: str) 
             if query_norm.startswith(name, i):
                 found.append((i, name, key))
     return found
+
+
+__all__ = ["CATEGORICAL", "COLUMNS", "NUMERIC", "PostingsBuilder", "Snapshot", "advance_snapshot",
+           "entity_mentions", "generation_stamp", "load_snapshot", "named_entities", "write_generation"]
