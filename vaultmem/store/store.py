@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..config import CONFIG_TEMPLATE, load_config
-from ..errors import AmbiguousNote, InvalidValue, NoteNotFound, UnsafePath, VaultNotFound, WriteConflict
+from ..errors import AmbiguousNote, InvalidValue, NoteNotFound, UnsafePath, VaultmemError, VaultNotFound, WriteConflict
 from ..notes.names import safe_filename
 from .events import append_events, device_id
 from .files import atomic_write
@@ -23,11 +23,12 @@ from .index.sidecar import usable_cache
 from .writelock import lock_timeout, notice
 from .index.records import Record, build_record, content_hash
 
-__all__ = ["CONFLICT_RETRIES", "KIND_BY_FOLDER", "MEMORY_FOLDERS", "STATE_DIR", "Store", "find_templates", "framed", "inside",
+__all__ = ["CONFLICT_RETRIES", "KIND_BY_FOLDER", "MEMORY_FOLDERS", "NAME_ATTEMPTS", "STATE_DIR", "Store", "find_templates", "framed", "inside",
            "retry_conflicts"]
 
 STATE_DIR = ".vaultmem"
 CONFLICT_RETRIES = 5
+NAME_ATTEMPTS = 10_000  # `title.md` … `title 10000.md`: then a note gets no name and an error says so
 """How often a read-edit-write is made again over a file someone keeps saving meanwhile."""
 _T = TypeVar("_T")
 MEMORY_FOLDERS = ("memories", "inbox", "archive")
@@ -359,6 +360,23 @@ class Store:
             return atomic_write(f"{where}{os.sep}{name}", data, durable=durable, exclusive=True)
         except FileExistsError:
             raise WriteConflict(folder / name) from None
+
+    def create_numbered(self, folder: Path, stem: str, data: bytes, *, durable: bool = True, first: int = 0,
+                        skip: Callable[[str], bool] | None = None) -> tuple[str, os.stat_result]:
+        """Write a new note under the first free readable name from the `first`-th on (`stem.md`,
+        `stem 2.md` …) that `skip` does not rule out; never over an existing file. The one loop for
+        "the next free numbered name". Returns (the name, the file's stat)."""
+        from ..notes.names import numbered_name
+
+        for attempt in range(first, NAME_ATTEMPTS):
+            name = numbered_name(stem, attempt)
+            if skip is not None and skip(name):
+                continue
+            try:
+                return name, self.create_note(folder, name, data, durable=durable)
+            except WriteConflict:  # taken, or made by someone meanwhile: the next number
+                continue
+        raise VaultmemError(f"no free file name for {stem!r} in {folder}")
 
     def read_current(self, path: Path, known_sha: str | None = None) -> bytes:
         """A note's bytes as they are now, waiting out an editor's save in place.

@@ -105,9 +105,6 @@ def import_export(vault: Store, records: Iterable[dict[str, Any]]) -> dict[str, 
     the export brings nothing new, or `kept` when either is no note the driver can read. One whose path
     is taken by another note goes under the next free numbered name. Paths are checked to stay inside
     the vault's note folders."""
-    from ..notes.names import numbered_name
-    from ..store.files import atomic_write
-
     vault.refresh()
     known = {row["id"]: row["path"] for row in vault.index.select_notes(columns=("id", "path"))}
     counts: Counter[str] = Counter()
@@ -121,16 +118,8 @@ def import_export(vault: Store, records: Iterable[dict[str, Any]]) -> dict[str, 
             continue
         target = _inside(vault, rel)
         target.parent.mkdir(parents=True, exist_ok=True)
-        for attempt in range(10_000):
-            candidate = target.with_name(numbered_name(target.stem, attempt)) if attempt else target
-            try:
-                atomic_write(candidate, text.encode("utf-8"), exclusive=True)
-                break
-            except FileExistsError:
-                continue
-        else:
-            raise VaultmemError(f"no free file name for {rel!r}")
-        known[record.get("id")] = vault.relpath(candidate)
+        name, _ = vault.create_numbered(target.parent, target.stem, text.encode("utf-8"))
+        known[record.get("id")] = vault.relpath(target.parent / name)
         counts["restored"] += 1
     vault.refresh()
     return dict(counts)

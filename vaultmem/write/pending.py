@@ -206,24 +206,15 @@ class PendingNotes:
     def _write_new(self, rel: str, pending: _Pending, stat: tuple[int, int] | None) -> None:
         """Record a new note written under its reserved name (stat: its mtime_ns and size), or write
         it under the next free one: someone created a file of that name after it was reserved (None)."""
-        from ..notes.names import numbered_name
-
         under, _, name = rel.rpartition("/")
         folder = self.vault.root / under
-        stem = name[:-3]
-        for attempt in range(1, 10_000):
-            if stat is not None:
-                break
-            name = numbered_name(stem, attempt)
-            if os.path.lexists(folder / name) or f"{under}/{name}" in self._open or f"{under}/{name}" in self.written:
-                continue
-            try:
-                st = self.vault.create_note(folder, name, pending.data, durable=self.durable)
-            except WriteConflict:
-                continue
-            stat = st.st_mtime_ns, st.st_size
         if stat is None:
-            raise VaultmemError(f"no free file name for {stem!r} in {folder}")
+            def taken(candidate: str) -> bool:
+                return f"{under}/{candidate}" in self._open or f"{under}/{candidate}" in self.written
+
+            name, st = self.vault.create_numbered(folder, name[:-3], pending.data, durable=self.durable, first=1,
+                                                  skip=taken)
+            stat = st.st_mtime_ns, st.st_size
         final = f"{under}/{name}"
         if final != rel:
             self.renamed[rel] = final
