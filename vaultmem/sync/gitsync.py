@@ -37,7 +37,9 @@ class GitError(VaultmemError):
     """git is missing, the vault is in no repository, or a git command failed."""
 
 
-def _git(repo: Path, *args: str, check: bool = True, stdin: str | None = None) -> subprocess.CompletedProcess:
+def run_git(repo: Path, *args: str, check: bool = True, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """`git -C repo args…` (text in and out, never a prompt); GitError with git's own reason when it
+    fails and `check`, or when git is not installed."""
     if shutil.which("git") is None:
         raise GitError("vaultmem sync needs git: install it (https://git-scm.com) and run sync again")
     done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, input=stdin,
@@ -51,7 +53,7 @@ def _git(repo: Path, *args: str, check: bool = True, stdin: str | None = None) -
 
 def repository(vault: Vault) -> Path:
     """The work tree the vault is in; GitError when there is none (or no git)."""
-    done = _git(vault.root, "rev-parse", "--show-toplevel", check=False)
+    done = run_git(vault.root, "rev-parse", "--show-toplevel", check=False)
     if done.returncode != 0:
         raise GitError(f"{vault.root} is not in a git repository: run `git init` there (and add a remote to "
                        "share it), then `vaultmem sync`")
@@ -65,7 +67,7 @@ def driver_command() -> str:
 
 def driver_configured(repo: Path) -> bool:
     """Whether this clone's .git/config names vaultmem's merge driver."""
-    return bool(_git(repo, "config", "--get", f"merge.{DRIVER}.driver", check=False).stdout.strip())
+    return bool(run_git(repo, "config", "--get", f"merge.{DRIVER}.driver", check=False).stdout.strip())
 
 
 def attributes_text(vault: Vault) -> str:
@@ -105,16 +107,16 @@ def set_up(vault: Vault, repo: Path, dry_run: bool = False) -> list[str]:
     if not driver_configured(repo):
         done.append(f"merge.{DRIVER}.driver")
         if not dry_run:
-            _git(repo, "config", f"merge.{DRIVER}.name", "vaultmem memory notes")
-            _git(repo, "config", f"merge.{DRIVER}.driver", driver_command())
-            _git(repo, "config", f"merge.{DRIVER}.recursive", "text")
+            run_git(repo, "config", f"merge.{DRIVER}.name", "vaultmem memory notes")
+            run_git(repo, "config", f"merge.{DRIVER}.driver", driver_command())
+            run_git(repo, "config", f"merge.{DRIVER}.recursive", "text")
     return done
 
 
 def _changes(vault: Vault, repo: Path) -> dict[str, int]:
     """What a commit would hold under the vault: notes added, changed and removed, and other files."""
     rel = os.path.relpath(vault.root, repo)
-    lines = _git(repo, "status", "--porcelain", "--untracked-files=all", "--", rel).stdout.splitlines()
+    lines = run_git(repo, "status", "--porcelain", "--untracked-files=all", "--", rel).stdout.splitlines()
     counts = {"new": 0, "changed": 0, "removed": 0, "other": 0}
     for line in lines:
         code, path = line[:2], line[3:].strip('"')
@@ -136,7 +138,7 @@ def _staged_notes(repo: Path, folders: list[str]) -> dict[str, int]:
     removed. Read from one `git diff --cached` of the memory and entity folders (the day's episode
     notes, templates and other files are not counted)."""
     counts = dict.fromkeys(("created", "merged", "superseded", "edited", "moved", "removed"), 0)
-    diff = _git(repo, "diff", "--cached", "-U0", "--no-color", "--no-ext-diff", "-M", "--", *folders).stdout
+    diff = run_git(repo, "diff", "--cached", "-U0", "--no-color", "--no-ext-diff", "-M", "--", *folders).stdout
     for part in diff.split("\ndiff --git ")[0 if diff.startswith("diff --git ") else 1:]:
         head, _, changes = part.partition("\n@@")
         first = head.split("\n", 1)[0]
@@ -158,7 +160,7 @@ def _staged_notes(repo: Path, folders: list[str]) -> dict[str, int]:
 
 
 def _upstream(repo: Path) -> bool:
-    return _git(repo, "rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{u}", check=False).returncode == 0
+    return run_git(repo, "rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{u}", check=False).returncode == 0
 
 
 def sync(vault: Vault, dry_run: bool = False) -> dict[str, Any]:
@@ -167,7 +169,7 @@ def sync(vault: Vault, dry_run: bool = False) -> dict[str, Any]:
     from ..store.writelock import WriteLock
 
     repo = repository(vault)
-    git_dir = Path(_git(repo, "rev-parse", "--absolute-git-dir").stdout.strip())
+    git_dir = Path(run_git(repo, "rev-parse", "--absolute-git-dir").stdout.strip())
     lock = WriteLock(git_dir / SYNC_LOCK, timeout=600)
     lock.acquire()
     try:
@@ -195,31 +197,31 @@ def _sync(vault: Vault, repo: Path, git_dir: Path, dry_run: bool) -> dict[str, A
     if (git_dir / "MERGE_HEAD").exists():  # a merge an earlier sync (or a person) left unfinished
         report["settled"] = _finish_merge(vault, repo, identity)
     rel = os.path.relpath(vault.root, repo)
-    _git(repo, "add", "--all", "--", rel)
-    staged = _git(repo, "diff", "--cached", "--quiet", "--", rel, check=False).returncode != 0
+    run_git(repo, "add", "--all", "--", rel)
+    staged = run_git(repo, "diff", "--cached", "--quiet", "--", rel, check=False).returncode != 0
     if staged:
         kinds = _staged_notes(repo, [os.path.relpath(vault.folders[role], repo) for role in _NOTE_ROLES
                                      if role in vault.folders and role != "episodes"])
         report["committed"] = kinds
         message = f"vaultmem sync from {vault.device}: " + ", ".join(f"{n} {kind}" for kind, n in kinds.items()) + \
             " notes"
-        _git(repo, *identity, "commit", "-q", "-m", message)
+        run_git(repo, *identity, "commit", "-q", "-m", message)
         report["commit"] = message
     if upstream:
         # git would start the driver once per note (a Python start each); told it fails instead, git
         # leaves those notes' three versions in its index and _finish_merge merges them all in this
         # process, by the same rules: a pull of a thousand changed notes takes seconds, not minutes
-        pulled = _git(repo, *identity, "-c", f"merge.{DRIVER}.driver=exit 1", "pull", "--no-rebase", "--no-edit",
+        pulled = run_git(repo, *identity, "-c", f"merge.{DRIVER}.driver=exit 1", "pull", "--no-rebase", "--no-edit",
                       "-q", check=False)
         if pulled.returncode != 0:
             if not (git_dir / "MERGE_HEAD").exists():
                 said = (pulled.stderr or pulled.stdout).strip().splitlines()
                 raise GitError(f"git pull failed: {next((x for x in said if x.startswith('fatal:')), said[-1] if said else '')}")
             report["settled"] = report.get("settled", []) + _finish_merge(vault, repo, identity)
-        _git(repo, "push", "-q")
+        run_git(repo, "push", "-q")
         report["pulled"] = report["pushed"] = True
-    elif remotes := _git(repo, "remote").stdout.split():
-        _git(repo, "push", "-q", "-u", remotes[0], "HEAD")  # the first push sets the upstream
+    elif remotes := run_git(repo, "remote").stdout.split():
+        run_git(repo, "push", "-q", "-u", remotes[0], "HEAD")  # the first push sets the upstream
         report["pushed"] = True
     vault.refresh()
     return report
@@ -282,7 +284,7 @@ def _finish_merge(vault: Vault, repo: Path, identity: list[str]) -> list[dict[st
     from ..store.files import atomic_write
     from .mergedriver import merge_notes
 
-    listed = _git(repo, "ls-files", "-u", "-z").stdout.split("\0")
+    listed = run_git(repo, "ls-files", "-u", "-z").stdout.split("\0")
     stages: dict[str, dict[int, str]] = {}
     for entry in filter(None, listed):
         info, path = entry.split("\t", 1)
@@ -320,14 +322,14 @@ def _finish_merge(vault: Vault, repo: Path, identity: list[str]) -> list[dict[st
                        "and run `vaultmem sync` again")
     done = [entry["path"] for entry in settled]
     if done:  # one git add for them all: a pull of a thousand notes is not a thousand processes
-        _git(repo, "add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul", stdin="\0".join(done) + "\0")
+        run_git(repo, "add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul", stdin="\0".join(done) + "\0")
     if twins:
         from .repair import repair
 
         vault.refresh()
         if repair(vault).repaired:
-            _git(repo, "add", "--all", "--", os.path.relpath(vault.root, repo))
-    _git(repo, *identity, "commit", "-q", "--no-edit")
+            run_git(repo, "add", "--all", "--", os.path.relpath(vault.root, repo))
+    run_git(repo, *identity, "commit", "-q", "--no-edit")
     return settled
 
 
@@ -366,8 +368,8 @@ def sync_warnings(vault: Vault) -> list[str]:
 
 
 def _has_identity(repo: Path) -> bool:
-    return bool(_git(repo, "config", "user.email", check=False).stdout.strip())
+    return bool(run_git(repo, "config", "user.email", check=False).stdout.strip())
 
 
-__all__ = ["GitError", "attributes_text", "clear_stale_locks", "driver_command", "driver_configured", "repository", "set_up", "sync",
-           "sync_warnings"]
+__all__ = ["GitError", "SYNC_LOCK", "attributes_text", "clear_stale_locks", "driver_command", "driver_configured",
+           "repository", "run_git", "set_up", "sync", "sync_warnings"]

@@ -24,7 +24,7 @@ from ..errors import VaultmemError
 from ..notes.conflicts import conflict_marker_line
 from ..store.files import atomic_write
 from ..store.index.records import build_record
-from .gitsync import _git, repository
+from .gitsync import repository, run_git
 
 if TYPE_CHECKING:
     from ..store.store import Store
@@ -60,7 +60,7 @@ class HookReport:
 def _hooks_dir(vault: Store) -> Path:
     """The repository's hooks folder (core.hooksPath honoured)."""
     repo = repository(vault)
-    where = _git(repo, "rev-parse", "--git-path", "hooks").stdout.strip()
+    where = run_git(repo, "rev-parse", "--git-path", "hooks").stdout.strip()
     return (repo / where).resolve()
 
 
@@ -160,7 +160,7 @@ def _is_note(vault: Store, rel: str) -> bool:
 def _staged(vault: Store) -> tuple[list[str], int]:
     """The staged notes added or changed (vault-relative paths) and how many notes the commit deletes
     (a rename is no deletion)."""
-    out = _git(vault.root, "diff", "--cached", "--name-status", "-z", "-M", "--relative", "--no-ext-diff").stdout
+    out = run_git(vault.root, "diff", "--cached", "--name-status", "-z", "-M", "--relative", "--no-ext-diff").stdout
     fields = out.split("\0")
     changed, deleted, i = [], 0, 0
     while i < len(fields) - 1:
