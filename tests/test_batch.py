@@ -93,7 +93,7 @@ def test_a_name_taken_on_disk_during_a_batch_gets_the_next_free_name(vault, monk
 
 
 def test_a_name_taken_after_it_was_reserved_is_written_under_the_next_one(vault, monkeypatch):
-    from vaultmem.write.pending import PendingNotes
+    from vaultmem.write.batch.pending import PendingNotes
 
     flush = PendingNotes.flush
 
@@ -114,7 +114,7 @@ def test_a_name_taken_after_it_was_reserved_is_written_under_the_next_one(vault,
 
 
 def test_a_note_saved_by_a_person_while_a_batch_merges_into_it_keeps_both(vault, monkeypatch):
-    from vaultmem.write.pending import PendingNotes
+    from vaultmem.write.batch.pending import PendingNotes
 
     first = vault.remember("Contract CT2024-0876 signed with Acme")
     flush = PendingNotes.flush
@@ -192,14 +192,13 @@ def test_records_built_by_the_workers_are_the_ones_a_reindex_builds(tmp_path, mo
     scratch gives."""
     import shutil
 
-    from vaultmem.write import pending
-    from vaultmem.write import pipeline as write
+    from vaultmem.write.batch import inflight, pending
 
     monkeypatch.setattr(drafts, "PARALLEL_MIN", 1)
     monkeypatch.setattr(drafts, "CHUNK", 7)
     monkeypatch.setattr("vaultmem.store.workers.worker_count", lambda: 2)
     monkeypatch.setattr(pending, "CREATE_MIN", 2)
-    monkeypatch.setattr(write, "PARSE_CHUNK", 1)
+    monkeypatch.setattr(inflight, "PARSE_CHUNK", 1)
     pools = []
     flush = pending.PendingNotes.flush
 
@@ -228,7 +227,7 @@ def test_records_built_by_the_workers_are_the_ones_a_reindex_builds(tmp_path, mo
 
 
 def test_a_name_taken_while_the_workers_create_the_notes_moves_its_early_index_row(vault, monkeypatch):
-    from vaultmem.write import pending
+    from vaultmem.write.batch import pending
 
     monkeypatch.setattr(drafts, "PARALLEL_MIN", 1)
     monkeypatch.setattr("vaultmem.store.workers.worker_count", lambda: 2)
@@ -258,13 +257,12 @@ def test_a_day_note_saved_while_the_batch_creates_its_notes_keeps_the_persons_te
     """A large batch works out its day notes' text while a worker creates its notes, and writes them
     after: a day note someone saved in between gets the lines again over their text, and is indexed
     as it ends up on disk."""
-    from vaultmem.write import pending
-    from vaultmem.write import pipeline as write
+    from vaultmem.write.batch import inflight, pending
 
     monkeypatch.setattr(drafts, "PARALLEL_MIN", 1)
     monkeypatch.setattr("vaultmem.store.workers.worker_count", lambda: 2)
     monkeypatch.setattr(pending, "CREATE_MIN", 1)
-    write_planned = write.write_planned
+    write_planned = inflight.write_planned
     saved = vault.root / "episodes" / "2026-11-03.md"
 
     def someone_saves_a_day_note_first(v, plans, *args, **kwargs):
@@ -272,7 +270,7 @@ def test_a_day_note_saved_while_the_batch_creates_its_notes_keeps_the_persons_te
         saved.write_text("# My day\n\nWrote this by hand.\n", encoding="utf-8")
         return write_planned(v, plans, *args, **kwargs)
 
-    monkeypatch.setattr(write, "write_planned", someone_saves_a_day_note_first)
+    monkeypatch.setattr(inflight, "write_planned", someone_saves_a_day_note_first)
     vault.remember_many([{"text": "Deploy window is Friday 18:00", "timestamp": "2026-11-02T10:00:00+00:00"},
                          {"text": "Rollback owner is Dana", "timestamp": "2026-11-03T09:05:00+00:00"}])
     text = saved.read_text(encoding="utf-8")
@@ -302,7 +300,7 @@ def test_rows_indexed_before_their_files_exist_end_with_the_files_own_stat(tmp_p
     import time
 
     from vaultmem.store import files
-    from vaultmem.write import pending
+    from vaultmem.write.batch import pending
 
     monkeypatch.setattr(drafts, "PARALLEL_MIN", 1)
     monkeypatch.setattr("vaultmem.store.workers.worker_count", lambda: 2)
@@ -344,7 +342,7 @@ def test_a_batch_whose_file_creation_fails_leaves_no_index_row_without_its_note(
     import pytest
 
     from vaultmem.store import files
-    from vaultmem.write import pending
+    from vaultmem.write.batch import pending
 
     monkeypatch.setattr(drafts, "PARALLEL_MIN", 1)
     monkeypatch.setattr("vaultmem.store.workers.worker_count", lambda: 2)
@@ -368,7 +366,7 @@ def test_a_day_note_that_is_not_text_stops_the_batch_with_a_clear_error_and_lose
     leaves that file as it was, and the notes it wrote are whole and indexed."""
     import pytest
 
-    from vaultmem.write import pending
+    from vaultmem.write.batch import pending
     from vaultmem.errors import NoteFormatError
 
     monkeypatch.setattr(drafts, "PARALLEL_MIN", 1)

@@ -195,7 +195,7 @@ def test_a_remember_killed_before_its_index_update_is_not_written_twice(vault):
 
 def test_a_remember_that_fails_after_writing_its_note_says_so_and_the_retry_writes_nothing(vault, monkeypatch):
     """A full disk while the day note is written: the error names the note written; the retry finds it."""
-    import vaultmem.write.pipeline as write_module
+    import vaultmem.write.batch.inflight as write_module
 
     def disk_full(*args, **kwargs):
         raise OSError(28, "No space left on device")

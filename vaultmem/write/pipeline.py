@@ -12,7 +12,6 @@ import datetime as dt
 import gc
 import os
 import re
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -21,20 +20,17 @@ from typing import TYPE_CHECKING, Any
 from ..text import terms as text
 from ..text.dedup import BatchKeys, restates
 from .drafts import Draft, Drafter, entity_links, parse_time, union, worker_pool
-from .episodes import DayPlan, EpisodeLine, append_episodes, index_planned, plan_days, write_planned
+from .episodes import EpisodeLine
 from ..errors import VaultmemError, WriteConflict
 from .extract import POSITIONS
-from ..store.files import sync_files
-from .pending import PendingNotes, StaleNote
+from .batch.inflight import InFlight
+from .batch.pending import StaleNote
 from ..notes.names import numbered_name
 from ..store.index.records import Record, note_score, retitle
 
 if TYPE_CHECKING:
-    from concurrent.futures import Executor, Future
-
     from ..store.store import Store
 
-PARSE_CHUNK = 16  # day notes (and notes from disk) per worker job at the end of a batch
 PENDING_MAX = 200_000  # new notes kept back before a flush writes them (each ~2 KB with its index record)
 _WORDS = re.compile(r"\w+")
 BATCH_FIELDS = {"text", "tags", "source", "lifecycle", "score", "timestamp", "type", "value", "namespace",
@@ -194,14 +190,10 @@ class Writer:
         self._plains: dict[str, tuple[str, str]] = {}  # path -> (body, its plain_text)
         self._attrs: dict[tuple[str, str], dict[str, dict]] = {}  # (namespace, type) -> entity -> newest row
         self._known: dict[str, _Known] = {}
-        self._changed: dict[str, None] = {}  # vault paths written, in order
-        self._pending = PendingNotes(vault, durable)
+        self.flight = InFlight(vault, durable)  # the notes, day lines and audit events on their way to disk
         self._tried: dict[tuple[str, str], int] = {}  # (folder, stem) -> the first numbered name still worth trying
         self._has_memories = vault.index.exists("kind = 'memory'")  # else nothing on disk to dedup against
-        self._episodes: list[Any] = []
-        self._audit: list[dict[str, Any]] = []
         self._keys = BatchKeys()
-        self.pool: Executor | None = None  # a large batch's worker processes (drafts.worker_pool)
 
     # -- checks that run before anything is written --------------------------------------------
     def check(self, item: dict[str, Any], where: str) -> tuple[str, dict[str, Any]]:
@@ -329,7 +321,7 @@ class Writer:
         action, rel = add_entity(self.vault, name, when=when, durable=self.durable)
         if action == "created":
             self._matcher_ready().add(Entity(Path(rel).stem, ()))
-            self._audit.append({"event": "entity", "action": action, "path": rel})
+            self.flight.audit.append({"event": "entity", "action": action, "path": rel})
 
     # -- dedup -------------------------------------------------------------------------------------
     def _existing_fp(self, fp: str, namespace: str) -> _Known | None:
@@ -448,7 +440,7 @@ class Writer:
         creating it and marking the old one finishes now, on its retry."""
         from ..notes.note import extract_links, parse_note
 
-        if known.path in self._pending or known.status != "active":
+        if known.path in self.flight.notes or known.status != "active":
             return
         try:
             target = parse_note((self.vault.root / known.path).read_bytes(), known.path).meta.get("supersedes")
@@ -462,7 +454,7 @@ class Writer:
         for row in rows:
             if self._on_disk(row["path"]):
                 old = self._remember_row(row)
-                self._pending.load(old.path, old.sha)
+                self.flight.notes.load(old.path, old.sha)
                 self._retire(old, known.title)
 
     # -- outcomes ------------------------------------------------------------------------------------
@@ -485,8 +477,8 @@ class Writer:
         says something new or restates the note after `reinforce_hours` (once within them).
         None when the statement would grow the note past `merge_cap` characters: a note is one
         memory, not the pile of every message that names an invoice."""
-        self._pending.load(target.path, target.sha)
-        held_meta, held_body = self._pending.peek(target.path)
+        self.flight.notes.load(target.path, target.sha)
+        held_meta, held_body = self.flight.notes.peek(target.path)
         if _holds(held_meta, held_body, draft):
             draft.decided(f"{target.path} already holds this statement and these tags")
             return self._result("unchanged", target, draft, note_score(held_meta.get("score")))
@@ -513,9 +505,9 @@ class Writer:
                     changes["timestamp"] = draft.meta["timestamp"]
             return changes, draft.body if appends else None
 
-        meta, body = self._pending.edit(target.path, edit)
+        meta, body = self.flight.notes.edit(target.path, edit)
         score = note_score(meta.get("score"))
-        self._changed[target.path] = None
+        self.flight.changes(target.path)
         self._bodies[target.path] = body
         draft.decided(f"merged into {target.path}: {reason}")
         self._log(draft, target.title, "merged", target.id)
@@ -529,8 +521,8 @@ class Writer:
 
     def _create(self, draft: Draft, old: _Known | None, given: frozenset[str] = frozenset()) -> WriteResult:
         if old is not None:
-            self._pending.load(old.path, old.sha)  # before anything is placed: it may have to be decided again
-            self._inherit(draft, self._pending.peek(old.path), given)
+            self.flight.notes.load(old.path, old.sha)  # before anything is placed: it may have to be decided again
+            self._inherit(draft, self.flight.notes.peek(old.path), given)
             self.drafter().supersede(draft, old.title)
         rel = self._place(draft)
         title = draft.record.title
@@ -590,10 +582,10 @@ class Writer:
             rec.path = under + name
             if attempt:  # the title is the file name: its words are index terms
                 retitle(rec, name[:-3])
-            self._pending.create(rec.path, draft.data, rec, draft.fields, draft.folder)
-            self._changed[rec.path] = None
-            if len(self._pending) >= PENDING_MAX:
-                self._pending.flush()
+            self.flight.notes.create(rec.path, draft.data, rec, draft.fields, draft.folder)
+            self.flight.changes(rec.path)
+            if len(self.flight.notes) >= PENDING_MAX:
+                self.flight.notes.flush()
             return rec.path
         raise VaultmemError(f"no free file name for {draft.title!r} in {folder}")
 
@@ -613,118 +605,38 @@ class Writer:
 
     def _retire(self, old: _Known, new_title: str) -> None:
         """Mark the superseded note (kept, linked both ways) and forget it as a merge target."""
-        self._pending.edit(old.path, lambda meta, body: ({
+        self.flight.notes.edit(old.path, lambda meta, body: ({
             "status": "superseded", "superseded_by": f"[[{new_title}]]",
             "version": _bump_version(meta.get("version"), self.vault.device)}, None))
-        self._changed[old.path] = None
+        self.flight.changes(old.path)
         self._known[old.path] = replace(old, status="superseded")
-        self._audit.append({"event": "supersede", "id": old.id, "path": old.path})
+        self.flight.audit.append({"event": "supersede", "id": old.id, "path": old.path})
 
     def _log(self, draft: Draft, title: str, action: str, note_id: str) -> None:
         if self.settings["episodes"]:
-            self._episodes.append(EpisodeLine(draft.meta["timestamp"], title, draft.meta["source"]))
+            self.flight.episodes.append(EpisodeLine(draft.meta["timestamp"], title, draft.meta["source"]))
         event = {"event": "remember", "action": action, "id": note_id, "title": title}
         if draft.redacted:
             event["redacted"] = sorted(set(draft.redacted))
-        self._audit.append(event)
+        self.flight.audit.append(event)
 
     def log_unchanged(self, result: WriteResult, when: dt.datetime, source: str) -> None:
         """A batch re-run still owes the episode line an interrupted run may not have written."""
         if self.settings["episodes"] and result.action == "unchanged":
-            self._episodes.append(EpisodeLine(when, result.title, source))
+            self.flight.episodes.append(EpisodeLine(when, result.title, source))
 
     def finish(self) -> None:
-        """Write the waiting notes and the episode lines, flush a batch, update the index (once) and
-        append the audit events."""
-        early: dict[str, tuple[int, int]] = {}  # new notes indexed while a worker created them: path -> stat indexed
-        plans: list[DayPlan] = []  # the day notes' next text, worked out meanwhile
-        day_jobs: list[Future] = []  # their records, built by the workers that are not creating files
-
-        def index_early(records: list[Record]) -> None:
-            if self._episodes and self.pool is not None:  # a worker creates the notes: the others index these
-                plans.extend(plan_days(self.vault, self._episodes, strict=False))
-                day_jobs.extend(index_planned(self.vault, self.pool, plans, PARSE_CHUNK))
-            early.update((rec.path, (rec.mtime_ns, rec.size)) for rec in records)
-            self.vault.index.upsert(records)
-
-        self._pending.flush(self.pool, index_early)
-        renamed = self._renamed_titles()
-        days: dict[str, Record] = {}
-        if day_jobs and not renamed:
-            for rel in write_planned(self.vault, plans, day_jobs, days, durable=self.durable):
-                self._changed[rel] = None
-        elif self._episodes:  # (or a note took another name than its lines were planned with)
-            for job in day_jobs:
-                job.cancel()
-            lines = [EpisodeLine(e.when, renamed.get(e.title, e.title), e.source) for e in self._episodes]
-            for rel in append_episodes(self.vault, lines, durable=self.durable, records=days):
-                self._changed[rel] = None
-        # an early row moves to the name the note was written under, or gets its file's stat if that is
-        # not the one it was indexed with (the files are stamped with it as they are created)
-        moved = [rel for rel in early if rel in self._pending.renamed]
-        indexed = {rel: stat for rel, stat in early.items() if rel not in self._pending.renamed}
-        restamped = [(rec.mtime_ns, rec.size, rel) for rel, stat in indexed.items()
-                     for rec in (self._pending.written[rel],) if (rec.mtime_ns, rec.size) != stat]
-        finals = [rel for rel in (self._pending.renamed.get(rel, rel) for rel in self._changed) if rel not in indexed
-                  and rel not in days and (rel in self._pending.written or (self.vault.root / rel).exists())]
-        # notes from disk, and day notes not indexed ahead, are parsed for their records: in the workers, if any
-        jobs = self._parse_ahead([rel for rel in finals if not isinstance(self._pending.written.get(rel), Record)])
-        syncing = None
-        if not self.durable and self._changed:
-            # one flush for the whole batch (notes and day notes) instead of one fsync per file; the
-            # disk works while this thread indexes (os.sync lets go of the GIL), and it is done on return
-            changed = [self.vault.root / self._pending.renamed.get(rel, rel) for rel in self._changed]
-            syncing = threading.Thread(target=sync_files, args=(changed,), name="vaultmem-sync")
-            syncing.start()
-        try:
-            if moved or restamped:  # (rare: a name taken meanwhile, a file system keeping its own times)
-                self.vault.index.upsert([], gone=moved, restamped=restamped)
-            if self._audit:
-                self.vault.audit([dict(e, title=renamed[e["title"]]) if e.get("title") in renamed else e
-                                  for e in self._audit])
-            ahead = {rec.path: rec for job in jobs for rec in job.result()[0]}
-            if finals or days:
-                self.vault.index.upsert([*(self._record(rel, ahead) for rel in finals), *days.values()])
-        finally:
-            if syncing is not None:
-                syncing.join()
-
-    def _record(self, rel: str, ahead: dict[str, Record]) -> Record:
-        written = self._pending.written.get(rel)
-        if isinstance(written, Record):
-            return written
-        return ahead.get(rel) or self.vault.record_for(self.vault.root / rel, written)
-
-    def _parse_ahead(self, rels: list[str]) -> list[Future]:
-        """Jobs parsing these files into records in the batch's workers (none without them, or for a few)."""
-        if self.pool is None or len(rels) < 2 * PARSE_CHUNK:
-            return []
-        from ..store.index.records import build_records
-
-        items = []
-        for rel in rels:
-            path = self.vault.root / rel
-            try:
-                st = path.stat()
-            except FileNotFoundError:
-                continue
-            items.append((rel, *self.vault.kind_of(path), st.st_mtime_ns, st.st_size, ""))
-        root, defaults = str(self.vault.root), self.vault.config["defaults"]
-        return [self.pool.submit(build_records, root, items[i:i + PARSE_CHUNK], defaults)
-                for i in range(0, len(items), PARSE_CHUNK)]
-
-    def _renamed_titles(self) -> dict[str, str]:
-        """Old title -> new, for the notes written under another name than they reserved (rare)."""
-        return {old.rpartition("/")[2][:-3]: new.rpartition("/")[2][:-3] for old, new in self._pending.renamed.items()}
+        """Persist what this writer decided (write/batch/inflight.py: InFlight.finish)."""
+        self.flight.finish()
 
     @property
     def wrote(self) -> list[str]:
         """Vault paths of the notes this writer has written to disk so far."""
-        return list(self._pending.written)
+        return list(self.flight.notes.written)
 
     def final(self, result: WriteResult) -> WriteResult:
         """The result with the path its note was finally written under."""
-        new = self._pending.renamed.get(result.path)
+        new = self.flight.notes.renamed.get(result.path)
         return result if new is None else replace(result, path=new, title=new.rpartition("/")[2][:-3])
 
 
@@ -787,8 +699,8 @@ def _remember_many(vault: Store, items: list[dict[str, Any]], progress: Callable
         writer.ensure_entities(checked)
         results = []
         drafter = writer.drafter()
-        with worker_pool(drafter, len(checked)) as writer.pool:
-            drafts = drafter.draft_all(checked, writer.pool)
+        with worker_pool(drafter, len(checked)) as writer.flight.pool:
+            drafts = drafter.draft_all(checked, writer.flight.pool)
             for n, ((_, fields), draft) in enumerate(zip(checked, drafts), 1):
                 result = writer.settle(draft, fields.get("supersedes"), _given(fields))
                 if result.action == "unchanged":

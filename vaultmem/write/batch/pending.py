@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import VaultmemError, WriteConflict
-from ..store.index.records import content_hash, retitle
+from ...errors import VaultmemError, WriteConflict
+from ...store.index.records import content_hash, retitle
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
-    from ..store.index.records import Record
-    from ..store.store import Store
+    from ...store.index.records import Record
+    from ...store.store import Store
 
 CREATE_MIN = 2000  # new notes at a batch's last flush for a worker to create them (fewer: created here)
 # (properties, body) -> (property changes, a paragraph to append or None)
@@ -96,7 +96,7 @@ class PendingNotes:
 
     def peek(self, rel: str) -> tuple[dict[str, Any], str]:
         """The properties and body a loaded (or waiting) note has now, edits so far included."""
-        from ..notes.note import parse_note
+        from ...notes.note import parse_note
 
         pending = self._open[rel]
         if pending.source is not None:
@@ -111,7 +111,7 @@ class PendingNotes:
         seen its text); a note from disk is changed line by line (note.update_fields), keeping
         whatever a person wrote.
         """
-        from ..notes.note import parse_note, render_new
+        from ...notes.note import parse_note, render_new
 
         pending = self._open.get(rel)
         if pending is None:
@@ -158,7 +158,7 @@ class PendingNotes:
 
     def _create_in(self, pool: Executor, new: list[tuple[str, _Pending]],
                    index_early: Callable[[list[Record]], None]) -> None:
-        from ..store.files import create_files
+        from ...store.files import create_files
 
         root = self.vault.root
         for under in {rel.rpartition("/")[0] for rel, _ in new}:
@@ -168,7 +168,7 @@ class PendingNotes:
         # Every file gets the same modification time, so the rows indexed meanwhile are right from the
         # start (restamping ~100,000 rows once the files exist rewrote ~70 MB of the index). It lies a
         # racy window before now: no later edit can carry it, and the next refresh need not re-hash them
-        from ..store.index.index import RACY_NS
+        from ...store.index.index import RACY_NS
 
         stamp = time.time_ns() - RACY_NS
         job = pool.submit(create_files, [(where + rel, p.data) for rel, p in new], stamp)
@@ -186,7 +186,7 @@ class PendingNotes:
     def _record_of(self, rel: str, pending: _Pending) -> Record:
         """A new note's record; a note edited while it waited is rendered again from its fields."""
         if pending.record is None:
-            from ..store.index.records import rendered_record
+            from ...store.index.records import rendered_record
 
             if pending.fields is None:
                 raise VaultmemError(f"{rel}: a new note waiting to be written has neither its record nor its fields")
@@ -242,7 +242,7 @@ def _appended(text: str, paragraph: str) -> str:
 
 def _apply(note: Any, edit: Edit) -> str:
     """The note's new text after one edit, changed line by line."""
-    from ..notes.note import update_fields
+    from ...notes.note import update_fields
 
     changes, appended = edit(note.meta, note.body)
     new_text = update_fields(note, changes)
@@ -252,7 +252,7 @@ def _apply(note: Any, edit: Edit) -> str:
 def _replay(edits: list[Edit], rel: str) -> Callable[[Any], str]:
     """All the edits again, over a text someone saved meanwhile (for Store.edit_note)."""
     def replay(note: Any) -> str:
-        from ..notes.note import parse_note
+        from ...notes.note import parse_note
 
         new_text = ""
         for i, edit in enumerate(edits):
