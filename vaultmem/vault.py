@@ -171,3 +171,13 @@ class Vault(Store):
         from .recall.hindsight import lambda_estimate
 
         return lambda_estimate(self)
+
+    def forget_where(self, *, ids: Iterable[str] = (), tags: Iterable[str] = (), query: str = "",
+                     since: str | None = None, until: str | None = None, source: str | None = None,
+                     reason: str, dry_run: bool = False, hard: bool = False, now: float | None = None):
+        """Archive (hard: delete) every memory matching all the selectors given, with a required reason;
+        dry_run only lists them. Returns a lifecycle.forget.Forgotten. `forget(ref)` is the one-note form."""
+        from .lifecycle.forget import Selection, forget_where
+
+        selection = Selection(tuple(ids), tuple(tags), query, since, until, source)
+        return forget_where(self, selection, reason, dry_run=dry_run, hard=hard, now=now)

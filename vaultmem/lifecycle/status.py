@@ -26,7 +26,10 @@ def confirm(vault: Store, ref: str) -> WriteResult:
 
 def forget(vault: Store, ref: str, reason: str = "") -> WriteResult:
     """Archive a memory (SPEC §7): status archived, moved to the archive folder, never deleted; the
-    audit log keeps the reason. A memory already archived is left as it is ('unchanged')."""
+    audit log keeps the reason, the day's episode note a line. A memory already archived is left as
+    it is ('unchanged'). Many at once, or by tag, query or time: forget.forget_where."""
+    from .forget import forget_rows
+
     with vault.index.writing():
         vault.index.catch_up()
         row = vault.resolve(ref)
@@ -34,7 +37,10 @@ def forget(vault: Store, ref: str, reason: str = "") -> WriteResult:
             raise VaultmemError(f"{row['path']} is not a memory (it is a {row['kind']} note)")
         if row["status"] == "archived":
             return _result("unchanged", row, row["path"], "archived")
-        return _move(vault, row, "archive", "archived", "archived", {"event": "forget", "reason": reason})
+        done = forget_rows(vault, [row], " ".join(reason.split()), "forget")
+        if done.skipped:
+            raise WriteConflict(row["path"])
+        return _result("archived", row, done.notes[0]["to"], "archived")
 
 
 def _move(vault: Store, row: dict[str, Any], role: str, status: str, action: str,

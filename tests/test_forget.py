@@ -1,0 +1,155 @@
+"""Forget by selection, restore, decay by tag and gc (issue 17 items 4-5, SPEC §7)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from vaultmem import Vault
+from vaultmem.errors import UnsafePath, VaultmemError
+from vaultmem.notes.note import parse_note
+from vaultmem.surfaces.cli import app
+
+from .conftest import write_note
+
+NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc).timestamp()
+DAY = 86400.0
+
+
+def _note(vault: Vault, name: str, body: str, days_ago: float = 0.0, tags: tuple[str, ...] = (), score: float = 5,
+          source: str = "agent", **props) -> str:
+    """A memory written by hand with these properties; returns its id."""
+    ident = f"01JDX3K8Q4W2M9ZC6T7B5N{len(list(vault.folders['memories'].glob('*.md'))):04d}"
+    when = dt.datetime.fromtimestamp(NOW - days_ago * DAY, dt.timezone.utc).isoformat()
+    tag_line = f"tags: [{', '.join(tags)}]\n" if tags else ""
+    extra = "".join(f"{k}: {v}\n" for k, v in props.items())
+    write_note(vault, f"memories/{name}.md", f"---\nid: {ident}\ntimestamp: {when}\nscore: {score:g}\nsource: {source}\n"
+                                              f"lifecycle: note\n{tag_line}{extra}---\n{body}\n")
+    return ident
+
+
+def _audit(vault: Vault) -> list[dict]:
+    return [json.loads(line) for path in sorted((vault.state / "devices").rglob("audit*"))
+            for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _snapshot_bytes(root: Path) -> dict[str, bytes]:
+    """Every file of the vault but the index cache (which a read may refresh)."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and "cache" not in p.relative_to(root).parts}
+
+
+@pytest.fixture
+def notes(vault: Vault) -> dict[str, str]:
+    ids = {
+        "old-atlas": _note(vault, "Atlas kickoff", "Atlas kickoff was in the Berlin office", 200, ("atlas",)),
+        "new-atlas": _note(vault, "Atlas demo", "Atlas demo rehearsal on Friday", 2, ("atlas", "demo")),
+        "coffee": _note(vault, "Coffee order", "Oat milk flat white", 50, ("coffee",), source="user"),
+        "staging": _note(vault, "Staging port", "Staging uses port 8443", 100, ("ops",), source="deploy-bot"),
+    }
+    vault.refresh()
+    return ids
+
+
+def _memories(vault: Vault) -> set[str]:
+    return {p.stem for p in vault.folders["memories"].glob("*.md")}
+
+
+def test_forget_by_tag_archives_each_with_status_audit_and_episode_line(vault, notes):
+    done = vault.forget_where(tags=["atlas"], reason="project closed", now=NOW)
+    assert done.action == "archived" and {n["id"] for n in done.notes} == {notes["old-atlas"], notes["new-atlas"]}
+    assert _memories(vault) == {"Coffee order", "Staging port"}
+    for note in done.notes:
+        meta = parse_note((vault.root / note["to"]).read_bytes()).meta
+        assert meta["status"] == "archived" and note["to"].startswith("archive/")
+    events = [e for e in _audit(vault) if e["event"] == "forget"]
+    assert len(events) == 2 and {e["reason"] for e in events} == {"project closed"}
+    assert all(e["device"] == "testbox-0001" and "user" in e and e["status"] == "active" for e in events)
+    day = dt.datetime.fromtimestamp(NOW).astimezone().date().isoformat()
+    episode = (vault.folders["episodes"] / f"{day}.md").read_text(encoding="utf-8")
+    assert "Forgot [[Atlas kickoff]]: project closed" in episode and "Forgot [[Atlas demo]]: project closed" in episode
+    assert [h.title for h in vault.recall("atlas", record_access=False)] == []
+
+
+def test_selectors_are_anded(vault, notes):
+    def chosen(**selectors) -> set[str]:
+        return {n["id"] for n in vault.forget_where(reason="look", dry_run=True, **selectors).notes}
+
+    assert chosen(tags=["atlas"], until="2026-10-01") == {notes["old-atlas"]}
+    assert chosen(tags=["atlas"], since="2026-11-01") == {notes["new-atlas"]}
+    assert chosen(query="berlin office") == {notes["old-atlas"]}
+    assert chosen(query="atlas rehearsal") == {notes["new-atlas"]}
+    assert chosen(query="atlas", tags=["demo"]) == {notes["new-atlas"]}
+    assert chosen(source="deploy-bot") == {notes["staging"]}
+    assert chosen(source="user", tags=["atlas"]) == set()
+    assert chosen(ids=[notes["coffee"], "Staging port"]) == {notes["coffee"], notes["staging"]}
+    assert chosen(ids=[notes["coffee"]], tags=["ops"]) == set()
+    assert chosen(tags=["ATLAS", "#demo"]) == {notes["new-atlas"]}  # tags normalised as everywhere
+
+
+def test_dry_run_changes_no_byte_of_the_vault(vault, notes):
+    before = _snapshot_bytes(vault.root)
+    done = vault.forget_where(tags=["atlas"], reason="project closed", dry_run=True)
+    assert done.action == "would-archive" and len(done.notes) == 2
+    assert vault.forget_where(tags=["ops"], reason="x", dry_run=True, hard=True).action == "would-delete"
+    assert _snapshot_bytes(vault.root) == before
+
+
+def test_reason_and_a_selector_are_required(vault, notes):
+    with pytest.raises(VaultmemError, match="reason"):
+        vault.forget_where(tags=["atlas"], reason="  ")
+    with pytest.raises(VaultmemError, match="what to forget"):
+        vault.forget_where(reason="why not")
+    result = CliRunner().invoke(app, ["forget", "--tag", "atlas", "--vault", str(vault.root)])
+    assert result.exit_code == 2 and "--reason" in result.output
+    assert len(_memories(vault)) == 4
+
+
+def test_a_path_like_id_is_a_clear_error(vault, notes):
+    with pytest.raises(UnsafePath):
+        vault.forget_where(ids=["../../etc/passwd"], reason="x")
+    result = CliRunner().invoke(app, ["forget", "../../etc/passwd", "--reason", "x", "--vault", str(vault.root)])
+    assert result.exit_code == 1 and "outside the vault" in result.output
+    assert len(_memories(vault)) == 4
+
+
+def test_hard_deletes_the_file_and_audits_without_the_text(vault, notes):
+    done = vault.forget_where(ids=[notes["staging"]], reason="leaked a secret", hard=True, now=NOW)
+    assert done.action == "deleted" and not list(vault.root.rglob("Staging port*.md"))
+    event = [e for e in _audit(vault) if e["event"] == "forget"][-1]
+    assert event["action"] == "delete" and event["id"] == notes["staging"] and event["title"] == "Staging port"
+    assert event["path"] == "memories/Staging port.md" and event["reason"] == "leaked a secret"
+    assert "8443" not in json.dumps(_audit(vault))  # the text itself is not kept
+    assert vault.recall("staging port", include=["archived"], record_access=False) == []
+
+
+def test_cli_forget_json_and_text(vault, notes):
+    runner = CliRunner()
+    out = runner.invoke(app, ["forget", "--tag", "coffee", "--reason", "switched to tea", "--json",
+                              "--vault", str(vault.root)])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["action"] == "archived" and data["notes"][0]["to"] == "archive/Coffee order.md"
+    out = runner.invoke(app, ["forget", "--tag", "atlas", "--reason", "closed", "--dry-run", "--vault", str(vault.root)])
+    assert out.exit_code == 0 and "would-archive: 2 notes" in out.output
+
+
+def test_a_note_edited_during_the_forget_is_kept_and_reported(vault, notes, monkeypatch):
+    import vaultmem.lifecycle.forget as module
+
+    real_sync = module.os.sync
+
+    def edit_then_sync():  # a person saves the note in Obsidian after its copy was written
+        path = vault.root / "memories/Coffee order.md"
+        path.write_text(path.read_text(encoding="utf-8") + "with cinnamon\n", encoding="utf-8")
+        real_sync()
+
+    monkeypatch.setattr(module.os, "sync", edit_then_sync)
+    done = vault.forget_where(tags=["coffee"], reason="x")
+    assert done.notes == [] and done.skipped[0]["why"] == "edited during the forget"
+    assert "cinnamon" in (vault.root / "memories/Coffee order.md").read_text(encoding="utf-8")
+    assert not list(vault.folders["archive"].glob("*.md"))

@@ -1,0 +1,59 @@
+"""`vaultmem forget`, `restore`, `decay` and `gc` (issue 17 items 4-5): thin wrappers over the Vault."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from .cli import JsonOpt, VaultOpt, app
+from .console import open_vault, print_json, say
+
+DateOpt = Annotated[Optional[str], typer.Option(metavar="DATE", help="YYYY-MM-DD or ISO 8601 (write time).")]
+ReasonOpt = Annotated[str, typer.Option("--reason", metavar="TEXT", help="Why (required; kept in the audit log).")]
+
+
+@app.command()
+def forget(
+    ids: Annotated[Optional[list[str]], typer.Argument(metavar="[ID]...", help="Ids, vault paths or titles.")] = None,
+    tag: Annotated[Optional[list[str]], typer.Option("--tag", "-t", metavar="TAG",
+                                                     help="Only memories with this tag (repeatable: all of them).")] = None,
+    query: Annotated[Optional[str], typer.Option("--query", "-q", metavar="Q",
+                                                 help="Only memories holding every term of Q.")] = None,
+    since: DateOpt = None,
+    until: DateOpt = None,
+    source: Annotated[Optional[str], typer.Option(metavar="S", help="Only memories from this source.")] = None,
+    reason: ReasonOpt = ...,  # type: ignore[assignment]
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would go; change nothing.")] = False,
+    hard: Annotated[bool, typer.Option("--hard", help="Delete the files instead of archiving them.")] = False,
+    vault: VaultOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Archive the memories matching every selector given (ids, tags, query, time, source): moved to
+    archive/ with status archived, a line in today's episode note, audited with the reason.
+    `vaultmem restore ID` undoes it; --hard deletes instead (audited, not undoable). Exit 3 when a note
+    was edited meanwhile and left as it is.
+
+    \b
+    Example:
+      vaultmem forget --tag atlas --until 2026-06-30 --reason "project closed" --dry-run
+      would-archive: 2 notes
+    """
+    result = open_vault(vault).forget_where(ids=ids or (), tags=tag or (), query=query or "", since=since,
+                                            until=until, source=source, reason=reason, dry_run=dry_run, hard=hard)
+    print_forgotten(result, json_out)
+
+
+def print_forgotten(result, json_out: bool) -> None:
+    """What forget or gc did (or would do), then exit 3 if a note was skipped."""
+    if json_out:
+        print_json(result.to_dict())
+    else:
+        say(f"{result.action}: {len(result.notes)} note{'s' if len(result.notes) != 1 else ''}", style="good")
+        for note in result.notes:
+            why = f"  (score {note['effective']:.3f}, last use {note['last_use'] or 'never'})" if "effective" in note else ""
+            say(f"  {note['path']}{' -> ' + note['to'] if note['to'] else ''}{why}")
+        for item in result.skipped:
+            say(f"  skipped {item['path']}: {item['why']}", style="warn")
+    if result.skipped:
+        raise typer.Exit(3)
