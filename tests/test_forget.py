@@ -153,3 +153,31 @@ def test_a_note_edited_during_the_forget_is_kept_and_reported(vault, notes, monk
     assert done.notes == [] and done.skipped[0]["why"] == "edited during the forget"
     assert "cinnamon" in (vault.root / "memories/Coffee order.md").read_text(encoding="utf-8")
     assert not list(vault.folders["archive"].glob("*.md"))
+
+
+def test_restore_round_trip_puts_back_the_same_note(vault, notes):
+    before = (vault.root / "memories/Coffee order.md").read_bytes()
+    vault.forget_where(ids=[notes["coffee"]], reason="switched to tea", now=NOW)
+    back = vault.restore(notes["coffee"], now=NOW)
+    assert back.action == "restored" and back.path == "memories/Coffee order.md" and back.status == "active"
+    assert (vault.root / back.path).read_bytes() == before  # the status line the archive added is gone again
+    assert not list(vault.folders["archive"].glob("*.md"))
+    assert [h.id for h in vault.recall("oat milk", record_access=False)] == [notes["coffee"]]
+    restored = [e for e in _audit(vault) if e["event"] == "restore"]
+    assert restored[0]["from"] == "archive/Coffee order.md" and restored[0]["device"] == "testbox-0001"
+    with pytest.raises(VaultmemError, match="not archived"):
+        vault.restore(notes["coffee"])
+
+
+def test_restore_gives_back_the_status_recorded(vault):
+    _note(vault, "Unsure fact", "The printer is on floor 3", 1, status="needs-verification")
+    vault.refresh()
+    vault.forget("Unsure fact", reason="moved offices")
+    assert vault.restore("Unsure fact").status == "needs-verification"
+    meta = parse_note((vault.root / "memories/Unsure fact.md").read_bytes()).meta
+    assert meta["status"] == "needs-verification"
+
+
+def test_cli_restore_of_a_note_not_archived_is_an_error(vault, notes):
+    out = CliRunner().invoke(app, ["restore", notes["coffee"], "--vault", str(vault.root)])
+    assert out.exit_code == 1 and "not archived" in out.output

@@ -181,3 +181,9 @@ class Vault(Store):
 
         selection = Selection(tuple(ids), tuple(tags), query, since, until, source)
         return forget_where(self, selection, reason, dry_run=dry_run, hard=hard, now=now)
+
+    def restore(self, ref: str, now: float | None = None):
+        """Undo an archive: back to memories/ with the status it had before (audited); a WriteResult."""
+        from .lifecycle.status import restore
+
+        return restore(self, ref, now)

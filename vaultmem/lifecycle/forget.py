@@ -128,17 +128,24 @@ def forget_rows(vault: Store, rows: list[dict[str, Any]], reason: str, event: st
     notes = [{**_summary(row, to), **extra.get(row["id"], {})} for row, to in moved]
     events = [{"event": event, "action": "delete" if hard else "archive", "reason": reason, **author, "ts": stamp,
                **note, "path": note["to"] or note["path"], "from": note["path"]} for note in notes]
+    lines = [f"Deleted “{row['title']}”: {reason}" if hard else f"Forgot [[{Path(to).stem}]]: {reason}"
+             for row, to in moved]
+    commit_moves(vault, moved, lines, events, stamp)
+    return Forgotten("deleted" if hard else "archived", reason, notes, skipped)
+
+
+def commit_moves(vault: Store, moved: list[tuple[dict, str]], lines: list[str], events: list[dict], stamp: float
+                 ) -> None:
+    """After notes moved (or were deleted: new path ""): their lines into the day's episode note, one
+    index upsert of the new files and the day note, one audit batch."""
     when = dt.datetime.fromtimestamp(stamp).astimezone()
-    lines = [_Line(when, f"Deleted “{row['title']}”: {reason}" if hard else
-                   f"Forgot [[{Path(to).stem}]]: {reason}") for row, to in moved]
     records: dict[str, Any] = {}
     if lines:
-        append_episodes(vault, lines, records=records)
+        append_episodes(vault, [_Line(when, line) for line in lines], records=records)
     records.update((to, vault.record_for(vault.root / to)) for _, to in moved if to)
     vault.index.upsert(list(records.values()), gone=[row["path"] for row, _ in moved])
     vault.index.wrote()
     vault.audit(events)
-    return Forgotten("deleted" if hard else "archived", reason, notes, skipped)
 
 
 def select(vault: Store, selection: Selection) -> list[dict[str, Any]]:
@@ -279,4 +286,4 @@ def _delete(vault: Store, rows: list[dict[str, Any]]) -> tuple[list[tuple[dict, 
     return moved, skipped
 
 
-__all__ = ["ARCHIVED", "Forgotten", "Selection", "forget_rows", "forget_where", "relocate", "select", "who"]
+__all__ = ["ARCHIVED", "Forgotten", "Selection", "commit_moves", "forget_rows", "forget_where", "relocate", "select", "who"]

@@ -57,3 +57,21 @@ def print_forgotten(result, json_out: bool) -> None:
             say(f"  skipped {item['path']}: {item['why']}", style="warn")
     if result.skipped:
         raise typer.Exit(3)
+
+
+@app.command()
+def restore(ref: Annotated[str, typer.Argument(metavar="ID", help="The archived memory's id, path or title.")],
+            vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
+    """Undo a forget or gc: the archived memory goes back to memories/ with the status it had before
+    (audited, and a line in today's episode note). A note that is not archived is an error.
+
+    \b
+    Example:
+      vaultmem restore "Coffee order"
+      restored: memories/Coffee order.md (status active)
+    """
+    result = open_vault(vault).restore(ref)
+    if json_out:
+        print_json(result.to_dict())
+        return
+    say(f"{result.action}: {result.path} (status {result.status})", style="good")
