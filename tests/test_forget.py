@@ -181,3 +181,100 @@ def test_restore_gives_back_the_status_recorded(vault):
 def test_cli_restore_of_a_note_not_archived_is_an_error(vault, notes):
     out = CliRunner().invoke(app, ["restore", notes["coffee"], "--vault", str(vault.root)])
     assert out.exit_code == 1 and "not archived" in out.output
+
+
+def _ranked(vault: Vault, query: str) -> list[str]:
+    return [h.title for h in vault.recall(query, now=NOW, record_access=False)]
+
+
+def test_decay_event_lowers_ranking_without_rewriting_and_survives_a_rebuild(vault):
+    _note(vault, "Deploy target alpha", "Deploy target is the alpha cluster", 1, ("alpha",), score=6)
+    _note(vault, "Deploy target beta", "Deploy target is the beta cluster", 1, ("beta",), score=5)
+    vault.refresh()
+    assert _ranked(vault, "deploy target cluster") == ["Deploy target alpha", "Deploy target beta"]
+    before = _snapshot_bytes(vault.root / "memories")
+    done = vault.decay(["alpha"], 0.1, reason="alpha is being retired", now=NOW)
+    assert [n["title"] for n in done.notes] == ["Deploy target alpha"] and done.notes[0]["scale"] == 0.1
+    assert _snapshot_bytes(vault.root / "memories") == before  # an event, not an edit
+    assert _ranked(vault, "deploy target cluster") == ["Deploy target beta", "Deploy target alpha"]
+    hit = [h for h in vault.recall("alpha cluster", now=NOW, record_access=False, explain=True)][0]
+    assert hit.feedback["decayed"] == 0.1
+    audit = [e for e in _audit(vault) if e["event"] == "decay"]
+    assert audit[0]["factor"] == 0.1 and audit[0]["reason"] == "alpha is being retired" and audit[0]["ids"]
+    import shutil
+
+    vault.close()
+    shutil.rmtree(vault.state / "cache")  # the index is a cache: the events log is the source of truth
+    again = Vault(vault.root)
+    again.refresh()
+    assert _ranked(again, "deploy target cluster") == ["Deploy target beta", "Deploy target alpha"]
+
+
+def test_decay_is_bounded_and_leaves_pinned_notes(vault):
+    _note(vault, "Pinned fact", "Pinned deploy fact", 1, ("ops",), pinned="true")
+    _note(vault, "Plain fact", "Plain deploy fact", 1, ("ops",))
+    vault.refresh()
+    for bad in (0, -1, 1.5, float("nan")):
+        with pytest.raises(VaultmemError, match="factor"):
+            vault.decay(["ops"], bad)
+    done = vault.decay(["ops"], 0.01)
+    assert [s["why"] for s in done.skipped] == ["pinned"] and len(done.notes) == 1
+    assert vault.decay(["ops"], 0.01).notes[0]["scale"] == 0.001  # never below MIN_SCALE
+    out = CliRunner().invoke(app, ["decay", "--factor", "2", "--tag", "ops", "--vault", str(vault.root)])
+    assert out.exit_code == 1 and "at most 1" in out.output
+
+
+@pytest.fixture
+def aged(vault: Vault) -> Vault:
+    _note(vault, "Weak old", "An old standup note", 400, score=1, trust="agent")
+    _note(vault, "Strong old", "The production database is Postgres 16", 400, score=9, trust="agent", half_life="10y")
+    _note(vault, "Weak recent", "A standup note from yesterday", 1, score=1, trust="agent")
+    _note(vault, "Weak pinned", "An old but pinned note", 400, score=1, trust="agent", pinned="true")
+    _note(vault, "Weak user", "An old note the user wrote", 400, score=1, trust="user")
+    write_note(vault, "memories/Weak permanent.md", "---\nid: 01JDX3K8Q4W2M9ZC6T7B5NPERM\ntimestamp: 2025-01-01T00:00:00Z\n"
+                                                    "score: 0.2\nlifecycle: permanent\ntrust: agent\n---\nOld permanent note\n")
+    vault.refresh()
+    return vault
+
+
+def test_gc_archives_only_weak_unused_notes_and_is_idempotent(aged):
+    listed = aged.gc(dry_run=True, now=NOW)
+    assert [n["title"] for n in listed.notes] == ["Weak old"] and listed.notes[0]["effective"] < 0.5
+    assert listed.notes[0]["last_use"] is None
+    done = aged.gc(now=NOW)
+    assert [n["to"] for n in done.notes] == ["archive/Weak old.md"]
+    assert [e["event"] for e in _audit(aged)].count("gc") == 1
+    assert aged.gc(now=NOW).notes == []  # a second run archives nothing
+    assert {p.stem for p in aged.folders["memories"].glob("*.md")} == {
+        "Strong old", "Weak recent", "Weak pinned", "Weak user", "Weak permanent"}
+
+
+def test_gc_takes_user_and_permanent_notes_only_when_asked(aged):
+    titles = {n["title"] for n in aged.gc(dry_run=True, include_user=True, include_permanent=True, now=NOW).notes}
+    assert titles == {"Weak old", "Weak user", "Weak permanent"}  # never the pinned one
+
+
+def test_gc_recent_use_keeps_a_note(aged):
+    aged.record_access([aged.resolve("Weak old")["id"]], now=NOW - 5 * DAY)
+    assert aged.gc(dry_run=True, now=NOW).notes == []
+
+
+def test_gc_skips_a_note_edited_during_the_run(aged, monkeypatch):
+    import vaultmem.lifecycle.forget as module
+
+    real_sync = module.os.sync
+
+    def edit_then_sync():
+        path = aged.root / "memories/Weak old.md"
+        path.write_text(path.read_text(encoding="utf-8") + "still needed\n", encoding="utf-8")
+        real_sync()
+
+    monkeypatch.setattr(module.os, "sync", edit_then_sync)
+    done = aged.gc(now=NOW)
+    assert done.notes == [] and done.skipped[0]["path"] == "memories/Weak old.md"
+    assert "still needed" in (aged.root / "memories/Weak old.md").read_text(encoding="utf-8")
+    monkeypatch.undo()
+    out = CliRunner().invoke(app, ["gc", "--json", "--vault", str(aged.root)])
+    assert out.exit_code == 0, out.output  # the next run takes it, the person's edit with it
+    assert json.loads(out.output)["notes"][0]["to"] == "archive/Weak old.md"
+    assert "still needed" in (aged.root / "archive/Weak old.md").read_text(encoding="utf-8")

@@ -187,3 +187,18 @@ class Vault(Store):
         from .lifecycle.status import restore
 
         return restore(self, ref, now)
+
+    def decay(self, tags: Iterable[str], factor: float, reason: str = "", now: float | None = None):
+        """Scale the strength of the memories with all these tags by factor (0 < F <= 1): an audited event
+        each, folded into ranking, no note rewritten. Returns a lifecycle.gc.Decayed."""
+        from .lifecycle.gc import decay_where
+
+        return decay_where(self, list(tags), factor, reason, now)
+
+    def gc(self, *, dry_run: bool = False, include_user: bool = False, include_permanent: bool = False,
+           now: float | None = None):
+        """Archive the memories below `gc.threshold` and unused for `gc.unused_days` (never pinned ones;
+        user-trust and permanent ones only when asked). Returns a lifecycle.forget.Forgotten."""
+        from .lifecycle.gc import gc
+
+        return gc(self, dry_run=dry_run, include_user=include_user, include_permanent=include_permanent, now=now)

@@ -36,7 +36,7 @@ def forget(
 
     \b
     Example:
-      vaultmem forget --tag atlas --until 2026-06-30 --reason "project closed" --dry-run
+      vaultmem forget --tag weekly_sync --until 2026-10-10 --reason "old sync notes" --dry-run
       would-archive: 2 notes
     """
     result = open_vault(vault).forget_where(ids=ids or (), tags=tag or (), query=query or "", since=since,
@@ -67,11 +67,60 @@ def restore(ref: Annotated[str, typer.Argument(metavar="ID", help="The archived 
 
     \b
     Example:
-      vaultmem restore "Coffee order"
-      restored: memories/Coffee order.md (status active)
+      vaultmem restore "Atlas staging on port 8080"
+      restored: memories/Atlas staging on port 8080.md (status active)
     """
     result = open_vault(vault).restore(ref)
     if json_out:
         print_json(result.to_dict())
         return
     say(f"{result.action}: {result.path} (status {result.status})", style="good")
+
+
+@app.command()
+def decay(
+    factor: Annotated[float, typer.Option("--factor", metavar="F", help="Multiply strength by F (above 0, at most 1).")],
+    tag: Annotated[list[str], typer.Option("--tag", "-t", metavar="TAG",
+                                           help="The memories with this tag (repeatable: all of them).")],
+    reason: Annotated[str, typer.Option("--reason", metavar="TEXT", help="Why (kept in the audit log).")] = "",
+    vault: VaultOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Lower the strength of the memories with these tags: one event each in this device's log (no note
+    is rewritten), which ranking and gc read; pinned memories are left alone. Repeated, the factors
+    multiply, never below 0.001.
+
+    \b
+    Example:
+      vaultmem decay --factor 0.5 --tag weekly_sync --reason "old meeting notes"
+      decayed: 6 notes by x0.5
+    """
+    result = open_vault(vault).decay(tag, factor, reason)
+    if json_out:
+        print_json(result.to_dict())
+        return
+    say(f"decayed: {len(result.notes)} note{'s' if len(result.notes) != 1 else ''} by x{result.factor:g}", style="good")
+    for item in result.skipped:
+        say(f"  skipped {item['path']}: {item['why']}", style="warn")
+
+
+@app.command()
+def gc(
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be archived; change nothing.")] = False,
+    include_user: Annotated[bool, typer.Option("--include-user", help="Also memories of trust user.")] = False,
+    include_permanent: Annotated[bool, typer.Option("--include-permanent",
+                                                    help="Also memories of lifecycle permanent.")] = False,
+    vault: VaultOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Archive the memories whose effective score fell below `gc.threshold` and that were not used for
+    `gc.unused_days` (config). Never pinned ones. Prints each with its score and last use; running it
+    again archives nothing more. Exit 3 when a note edited meanwhile was left as it is.
+
+    \b
+    Example:
+      vaultmem gc --dry-run
+      would-archive: …
+    """
+    result = open_vault(vault).gc(dry_run=dry_run, include_user=include_user, include_permanent=include_permanent)
+    print_forgotten(result, json_out)
