@@ -119,3 +119,11 @@ def test_watcher_benchmark_smoke_writes_every_figure(tmp_path):
     for key in ("save_to_recallable_p50_ms", "save_to_recallable_p99_ms", "cli_recall_watched_s",
                 "cli_recall_unwatched_s", "cli_recall_no_refresh_s", "import_floor_s"):
         assert isinstance(figures[key], (int, float)) and figures[key] > 0, key
+
+
+def test_lifecycle_benchmark_smoke_times_gc_and_forget(tmp_path):
+    figures = smoke("lifecycle.py", tmp_path / "lifecycle.json")
+    for key in ("gc_dry_run_cli_s", "gc_dry_run_s", "forget_tag_cli_s", "forget_tag_s"):
+        assert isinstance(figures[key], float) and figures[key] > 0, key
+    assert figures["forget_cli_archived"] == figures["forget_lib_archived"] == figures["forgotten"]
+    assert "consolidate_s" in figures
