@@ -141,14 +141,14 @@ def test_cli_forget_json_and_text(vault, notes):
 def test_a_note_edited_during_the_forget_is_kept_and_reported(vault, notes, monkeypatch):
     import vaultmem.lifecycle.forget as module
 
-    real_sync = module.os.sync
+    real_sync = module.sync_files
 
-    def edit_then_sync():  # a person saves the note in Obsidian after its copy was written
+    def edit_then_sync(paths):  # a person saves the note in Obsidian after its copy was written
         path = vault.root / "memories/Coffee order.md"
         path.write_text(path.read_text(encoding="utf-8") + "with cinnamon\n", encoding="utf-8")
-        real_sync()
+        real_sync(paths)
 
-    monkeypatch.setattr(module.os, "sync", edit_then_sync)
+    monkeypatch.setattr(module, "sync_files", edit_then_sync)
     done = vault.forget_where(tags=["coffee"], reason="x")
     assert done.notes == [] and done.skipped[0]["why"] == "edited during the forget"
     assert "cinnamon" in (vault.root / "memories/Coffee order.md").read_text(encoding="utf-8")
@@ -262,14 +262,14 @@ def test_gc_recent_use_keeps_a_note(aged):
 def test_gc_skips_a_note_edited_during_the_run(aged, monkeypatch):
     import vaultmem.lifecycle.forget as module
 
-    real_sync = module.os.sync
+    real_sync = module.sync_files
 
-    def edit_then_sync():
+    def edit_then_sync(paths):
         path = aged.root / "memories/Weak old.md"
         path.write_text(path.read_text(encoding="utf-8") + "still needed\n", encoding="utf-8")
-        real_sync()
+        real_sync(paths)
 
-    monkeypatch.setattr(module.os, "sync", edit_then_sync)
+    monkeypatch.setattr(module, "sync_files", edit_then_sync)
     done = aged.gc(now=NOW)
     assert done.notes == [] and done.skipped[0]["path"] == "memories/Weak old.md"
     assert "still needed" in (aged.root / "memories/Weak old.md").read_text(encoding="utf-8")

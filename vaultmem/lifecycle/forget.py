@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import VaultmemError, WriteConflict
 from ..notes.names import numbered_name
+from ..store.files import sync_files
 from ..store.index.records import content_hash, given_epoch
 from ..text import terms as text
 from ..write.episodes import append_episodes
@@ -241,7 +242,7 @@ def relocate(vault: Store, rows: list[dict[str, Any]], folder: Path, changes: Ca
         new_text = update_fields(parse_note(data, row["path"]), changes(row))
         copies.append((row, src, data, _create(vault, folder, src.stem, new_text.encode("utf-8"), taken)))
     if copies:
-        os.sync()  # one sync for every copy: from here a crash leaves a note twice, never nowhere
+        sync_files([dst for *_, dst in copies])  # one flush for every copy: from here a crash leaves a note twice, never nowhere
     moved = []
     for row, src, data, dst in copies:
         if content_hash(src.read_bytes()) != content_hash(data):  # saved by a person meanwhile: theirs wins
