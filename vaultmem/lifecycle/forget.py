@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import VaultmemError, WriteConflict
 from ..notes.names import numbered_name
 from ..store.files import sync_files
-from ..store.index.records import content_hash, given_epoch
+from ..store.index.records import content_hash, given_epoch, tag_term
 from ..text import terms as text
 from ..write.episodes import append_episodes
 
@@ -150,41 +150,26 @@ def commit_moves(vault: Store, moved: list[tuple[dict, str]], lines: list[str], 
 
 
 def select(vault: Store, selection: Selection) -> list[dict[str, Any]]:
-    """The memory rows matching every selector, in path order (ids resolved first: a bad one fails)."""
-    where, params = ["kind = 'memory'"], []
-    if selection.ids:
-        rows = [_memory(vault, ref) for ref in selection.ids]
-        where.append(f"id IN ({','.join('?' * len(rows))})")
-        params += [r["id"] for r in rows]
-    if selection.since:
-        where.append("ts >= ?")
-        params.append(given_epoch(selection.since))
-    if selection.until:
-        where.append("ts <= ?")
-        params.append(given_epoch(selection.until, end_of_day=True))
-    if selection.source:
-        where.append("source = ?")
-        params.append(selection.source)
-    wanted = {text.normalize_tag(t) for t in selection.tags}
-    for tag in wanted:  # a cheap pre-filter; the exact test is on the normalised tags below
-        where.append("tags LIKE ?")
-        params.append(f"%{tag}%")
-    rows = vault.index.select_notes(" AND ".join(where), tuple(params))
-    if wanted:
-        rows = [r for r in rows if wanted <= {text.normalize_tag(t) for t in r["tags"]}]
-    if selection.query.strip():
-        matching = _matching_ids(vault, selection.query)
-        rows = [r for r in rows if r["id"] in matching]
-    return rows
+    """The memory rows matching every selector, in path order (ids resolved first: a bad one fails).
+
+    Tags and query words are looked up in the index's posting lists (tags normalised as recall's
+    --tag does), the rest filters those rows; without either, one SQL query over the notes."""
+    ids = {_memory(vault, ref)["id"] for ref in selection.ids}
+    since = given_epoch(selection.since) if selection.since else None
+    until = given_epoch(selection.until, end_of_day=True) if selection.until else None
+    terms = [tag_term(t) for t in selection.tags] + text.query_terms(selection.query)
+    if selection.query.strip() and not text.query_terms(selection.query):
+        return []  # words that name no term (punctuation only) match nothing
+    rows = _rows_with_terms(vault, terms) if terms else vault.index.select_notes("kind = 'memory'")
+    return sorted((r for r in rows if r["kind"] == "memory" and (not ids or r["id"] in ids)
+                   and (since is None or r["ts"] >= since) and (until is None or r["ts"] <= until)
+                   and (selection.source is None or r["source"] == selection.source)), key=lambda r: r["path"])
 
 
-def _matching_ids(vault: Store, query: str) -> set[str]:
-    """Ids of the notes whose indexed text holds every term of the query (the terms recall looks up)."""
+def _rows_with_terms(vault: Store, terms: list[str]) -> list[dict[str, Any]]:
+    """Rows of the live notes whose index terms include every one of these."""
     import numpy as np
 
-    terms = text.query_terms(query)
-    if not terms:
-        return set()
     for _ in range(3):
         snap = vault.index.snapshot()
         docs = None
@@ -194,8 +179,8 @@ def _matching_ids(vault: Store, query: str) -> set[str]:
         docs = docs[snap.live[docs]] if docs is not None and len(docs) else np.array([], dtype=np.int64)
         rows = vault.index.rows(docs, snap.generation) if len(docs) else {}
         if rows is not None:
-            return {row["id"] for row in rows.values()}
-    raise VaultmemError("the index kept changing while the query was matched; try again")
+            return list(rows.values())
+    raise VaultmemError("the index kept changing while the selection was read; try again")
 
 
 def _memory(vault: Store, ref: str) -> dict[str, Any]:
