@@ -200,5 +200,7 @@ class Vault(Store):
         """Archive the memories below `gc.threshold` and unused for `gc.unused_days` (never pinned ones;
         user-trust and permanent ones only when asked). Returns a lifecycle.forget.Forgotten."""
         from .lifecycle.gc import gc
+        from .recall.ranking import effective_strength
 
-        return gc(self, dry_run=dry_run, include_user=include_user, include_permanent=include_permanent, now=now)
+        return gc(self, effective_strength(self), dry_run=dry_run, include_user=include_user,
+                  include_permanent=include_permanent, now=now)

@@ -4,7 +4,8 @@
   events log (the notes are not rewritten) and one audit event; the index folds them like feedback,
   so ranking (and gc) multiply the note's strength by the product of its factors (text/decay.py).
 - gc: archives the memories whose effective score, as ranking computes it (recall.ranking.
-  strength_prior: decayed, with uses, feedback and decay events), is below `gc.threshold` and that
+  effective_strength, which the Vault hands in: lifecycle/ and recall/ are siblings that import
+  neither other; decayed, with uses, feedback and decay events), is below `gc.threshold` and that
   were neither written nor used for `gc.unused_days`. Never a pinned note; a `user`-trust or
   `permanent`-lifecycle one only when asked. It archives through forget.forget_rows under the write
   lock (an agent's write waits; a note edited meanwhile is skipped and reported), so a second run
@@ -18,6 +19,7 @@ import json
 import math
 import time
 from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import VaultmemError
@@ -26,6 +28,7 @@ from ..text import decay as rules
 from .forget import Forgotten, Selection, forget_rows, select, who
 
 if TYPE_CHECKING:
+    from ..store.index.snapshot import Snapshot
     from ..store.store import Store
 
 DAY = 86400.0
@@ -72,31 +75,31 @@ def decay_where(vault: Store, tags: list[str], factor: float, reason: str = "", 
         return done
 
 
-def gc(vault: Store, *, dry_run: bool = False, include_user: bool = False, include_permanent: bool = False,
-       now: float | None = None) -> Forgotten:
+Strength = Callable[["Snapshot", Any, float], Any]  # (snapshot, documents, now) -> their effective scores
+
+
+def gc(vault: Store, strength: Strength, *, dry_run: bool = False, include_user: bool = False,
+       include_permanent: bool = False, now: float | None = None) -> Forgotten:
     """Archive the weak, unused memories (see the module's docstring); dry_run lists them only.
-    Each note listed carries `effective` (its score now) and `last_use` (ISO time, None if never)."""
+    `strength` rates documents as ranking does. Each note listed carries `effective` (its score now)
+    and `last_use` (ISO time, None if never)."""
     stamp = time.time() if now is None else now
     threshold, days = float(vault.config["gc"]["threshold"]), float(vault.config["gc"]["unused_days"])
     reason = f"gc: effective score below {threshold:g} and unused for {days:g} days"
     with vault.index.writing():
         vault.index.catch_up()
         vault.index.fold_events()
-        found = _weak(vault, threshold, stamp - days * DAY, include_user, include_permanent, stamp)
+        found = _weak(vault, strength, threshold, stamp - days * DAY, include_user, include_permanent, stamp)
         rows = [row for row, _ in found]
         extra = {row["id"]: info for row, info in found}
         return forget_rows(vault, rows, reason, "gc", dry_run=dry_run, now=stamp, extra=extra)
 
 
-def _weak(vault: Store, threshold: float, idle_before: float, include_user: bool, include_permanent: bool,
-          now: float) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+def _weak(vault: Store, strength: Strength, threshold: float, idle_before: float, include_user: bool,
+          include_permanent: bool, now: float) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """(row, {effective, last_use}) of each memory gc takes, weakest first."""
     import numpy as np
 
-    from ..recall.hindsight import ranking_config
-    from ..recall.ranking import strength_prior
-
-    config = ranking_config(vault)
     for _ in range(3):
         snap = vault.index.snapshot()
         mask = snap.live & (snap.codes["kind"] == snap.code("kind", "memory"))
@@ -107,7 +110,7 @@ def _weak(vault: Store, threshold: float, idle_before: float, include_user: bool
             mask &= snap.codes["lifecycle"] != snap.code("lifecycle", "permanent")
         mask &= np.maximum(snap.ts, snap.last_use) <= idle_before
         docs = np.nonzero(mask)[0]
-        effective = strength_prior(snap, docs, config, now).effective if len(docs) else np.zeros(0)
+        effective = strength(snap, docs, now) if len(docs) else np.zeros(0)
         weak = effective < threshold
         docs, effective = docs[weak], effective[weak]
         order = np.argsort(effective, kind="stable")

@@ -313,6 +313,12 @@ def _rank(snap: Snapshot, q: Query, config: dict, now: float, rows: Callable[...
     return docs, channels, prior, unknown
 
 
+def effective_strength(vault: Store) -> Callable[[Snapshot, np.ndarray, float], np.ndarray]:
+    """The effective score of documents as this vault's recall rates them now (gc's measure)."""
+    config = hindsight.ranking_config(vault)
+    return lambda snap, docs, now: strength_prior(snap, docs, config, now).effective
+
+
 def strength_prior(snap: Snapshot, docs: np.ndarray, config: dict, now: float) -> hindsight.Prior:
     """Effective strength and decay of these documents, with their own policy, feedback and decay events
     (what ranking weighs, and what gc compares with its threshold)."""
