@@ -278,3 +278,24 @@ def test_gc_skips_a_note_edited_during_the_run(aged, monkeypatch):
     assert out.exit_code == 0, out.output  # the next run takes it, the person's edit with it
     assert json.loads(out.output)["notes"][0]["to"] == "archive/Weak old.md"
     assert "still needed" in (aged.root / "archive/Weak old.md").read_text(encoding="utf-8")
+
+
+def test_an_agent_forgets_only_in_the_namespaces_it_reads(vault):
+    _note(vault, "Shared build note", "The build runs nightly", 1, ("build",))
+    _note(vault, "Private build note", "My own build cache trick", 1, ("build",), namespace="agent:other")
+    vault.refresh()
+    seen = vault.forget_where(tags=["build"], namespace=None, reason="x", dry_run=True)  # as recall: shared and mine
+    assert [n["title"] for n in seen.notes] == ["Shared build note"]
+    everything = vault.forget_where(tags=["build"], reason="x", dry_run=True)  # a person's command: every namespace
+    assert sorted(n["title"] for n in everything.notes) == ["Private build note", "Shared build note"]
+
+
+def test_a_bad_decay_line_is_skipped_and_named_by_doctor(vault, notes):
+    from vaultmem.store.events import append_events
+
+    append_events(vault.device_dir, "events", [{"event": "decay", "id": notes["coffee"], "factor": 5, "ts": NOW}])
+    assert _ranked(vault, "oat milk flat white") == ["Coffee order"]
+    hit = vault.recall("oat milk", now=NOW, record_access=False, explain=True)[0]
+    assert "decayed" not in hit.feedback
+    problems = vault.doctor().to_dict()["bad_log_lines"]
+    assert any("factor" in p["problem"] for p in problems)

@@ -174,12 +174,18 @@ class Vault(Store):
 
     def forget_where(self, *, ids: Iterable[str] = (), tags: Iterable[str] = (), query: str = "",
                      since: str | None = None, until: str | None = None, source: str | None = None,
-                     reason: str, dry_run: bool = False, hard: bool = False, now: float | None = None):
+                     namespace: str | list[str] | None = "*", reason: str, dry_run: bool = False, hard: bool = False,
+                     now: float | None = None):
         """Archive (hard: delete) every memory matching all the selectors given, with a required reason;
-        dry_run only lists them. Returns a lifecycle.forget.Forgotten. `forget(ref)` is the one-note form."""
+        dry_run only lists them. `namespace` as recall takes it ("*" every one, the default here: a
+        person's command; None the caller's visible ones). Returns a lifecycle.forget.Forgotten.
+        `forget(ref)` is the one-note form."""
         from .lifecycle.forget import Selection, forget_where
+        from .recall.ranking import visible_namespaces
 
-        selection = Selection(tuple(ids), tuple(tags), query, since, until, source)
+        names = visible_namespaces(self.config, namespace)
+        selection = Selection(tuple(ids), tuple(tags), query, since, until, source,
+                              None if names is None else tuple(names))
         return forget_where(self, selection, reason, dry_run=dry_run, hard=hard, now=now)
 
     def restore(self, ref: str, now: float | None = None):

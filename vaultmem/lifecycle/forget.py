@@ -42,6 +42,7 @@ class Selection:
     """Which memories a forget is about: every selector given must match (AND); at least one is needed.
 
     since/until: YYYY-MM-DD or ISO 8601, on the note's write time (a bare `until` date includes its day).
+    namespaces: only notes in these (None: every namespace; an agent's surface passes what it may read).
     """
 
     ids: tuple[str, ...] = ()
@@ -50,6 +51,7 @@ class Selection:
     since: str | None = None
     until: str | None = None
     source: str | None = None
+    namespaces: tuple[str, ...] | None = None
 
     def empty(self) -> bool:
         """Whether no selector is given (a forget of everything is never meant)."""
@@ -163,7 +165,9 @@ def select(vault: Store, selection: Selection) -> list[dict[str, Any]]:
     rows = _rows_with_terms(vault, terms) if terms else vault.index.select_notes("kind = 'memory'")
     return sorted((r for r in rows if r["kind"] == "memory" and (not ids or r["id"] in ids)
                    and (since is None or r["ts"] >= since) and (until is None or r["ts"] <= until)
-                   and (selection.source is None or r["source"] == selection.source)), key=lambda r: r["path"])
+                   and (selection.source is None or r["source"] == selection.source)
+                   and (selection.namespaces is None or r["namespace"] in selection.namespaces)),
+                  key=lambda r: r["path"])
 
 
 def _rows_with_terms(vault: Store, terms: list[str]) -> list[dict[str, Any]]:

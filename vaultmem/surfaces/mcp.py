@@ -365,9 +365,10 @@ def build_server(vault: Any, default_source: str = DEFAULT_SOURCE, fresh: _Fresh
     ) -> ForgetDone:
         """Archive the memories matching every selector given (at least one): moved to archive/ with status
         archived, audited with the reason; recall no longer finds them, `vaultmem restore ID` brings one back.
-        Nothing is deleted through this tool."""
+        Only memories recall can see (shared and this server's own namespace); nothing is deleted."""
         with _errors(ToolError):
-            return vault.forget_where(ids=ids, tags=tags, query=query, reason=reason, dry_run=dry_run).to_dict()
+            return vault.forget_where(ids=ids, tags=tags, query=query, namespace=None, reason=reason,
+                                      dry_run=dry_run).to_dict()
 
     @server.resource(NOTE_URI, name="note", title="Vault note", mime_type="text/markdown",
                      description="A note's Markdown (frontmatter and text) by its id.")

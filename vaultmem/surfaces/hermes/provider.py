@@ -284,7 +284,8 @@ class VaultmemProvider:
         self._check_writes()
         ids, tags = (_list_arg(args, key) for key in ("ids", "tags"))
         done = self._open().forget_where(ids=ids, tags=tags, query=str(args.get("query") or ""),
-                                         reason=_text_arg(args, "reason"), dry_run=bool(args.get("dry_run")))
+                                         namespace=self._namespaces(), reason=_text_arg(args, "reason"),
+                                         dry_run=bool(args.get("dry_run")))
         return {"action": done.action, "reason": done.reason, "dry_run": done.dry_run,
                 "forgotten": [{"id": n["id"], "title": n["title"]} for n in done.notes],
                 "skipped": [{"id": s["id"], "why": s["why"]} for s in done.skipped]}
