@@ -15,6 +15,7 @@ synced once before the originals are removed, so a crash leaves a note in both f
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import getpass
 import os
@@ -108,10 +109,16 @@ def forget_where(vault: Store, selection: Selection, reason: str, *, dry_run: bo
         raise VaultmemError("a forget needs a reason (--reason TEXT): the audit log keeps it")
     if selection.empty():
         raise VaultmemError("say what to forget: ids, --tag, --query, --since/--until or --source")
-    with vault.index.writing():
+    with writing(vault, dry_run):
         vault.index.catch_up()
         rows = select(vault, selection)
         return forget_rows(vault, rows, reason, "forget", dry_run=dry_run, hard=hard, now=now)
+
+
+def writing(vault: Store, dry_run: bool) -> contextlib.AbstractContextManager:
+    """The writers' lock for a pass that moves notes; a dry run only reads, and never makes an agent's
+    write wait."""
+    return contextlib.nullcontext() if dry_run else vault.index.writing()
 
 
 def forget_rows(vault: Store, rows: list[dict[str, Any]], reason: str, event: str, *, dry_run: bool = False,
@@ -276,4 +283,4 @@ def _delete(vault: Store, rows: list[dict[str, Any]]) -> tuple[list[tuple[dict, 
     return moved, skipped
 
 
-__all__ = ["ARCHIVED", "Forgotten", "Selection", "commit_moves", "forget_rows", "forget_where", "relocate", "select", "who"]
+__all__ = ["ARCHIVED", "Forgotten", "Selection", "commit_moves", "forget_rows", "forget_where", "relocate", "select", "who", "writing"]

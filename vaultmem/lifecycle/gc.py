@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import VaultmemError
 from ..store.events import append_events
 from ..text import decay as rules
-from .forget import Forgotten, Selection, forget_rows, select, who
+from .forget import Forgotten, Selection, forget_rows, select, who, writing
 
 if TYPE_CHECKING:
     from ..store.index.snapshot import Snapshot
@@ -86,7 +86,7 @@ def gc(vault: Store, strength: Strength, *, dry_run: bool = False, include_user:
     stamp = time.time() if now is None else now
     threshold, days = float(vault.config["gc"]["threshold"]), float(vault.config["gc"]["unused_days"])
     reason = f"gc: effective score below {threshold:g} and unused for {days:g} days"
-    with vault.index.writing():
+    with writing(vault, dry_run):
         vault.index.catch_up()
         vault.index.fold_events()
         found = _weak(vault, strength, threshold, stamp - days * DAY, include_user, include_permanent, stamp)

@@ -15,7 +15,7 @@ ReasonOpt = Annotated[str, typer.Option("--reason", metavar="TEXT", help="Why (r
 
 @app.command()
 def forget(
-    ids: Annotated[Optional[list[str]], typer.Argument(metavar="[ID]...", help="Ids, vault paths or titles.")] = None,
+    ids: Annotated[Optional[list[str]], typer.Argument(metavar="ID", help="Ids, vault paths or titles (any number).", show_default=False)] = None,
     tag: Annotated[Optional[list[str]], typer.Option("--tag", "-t", metavar="TAG",
                                                      help="Only memories with this tag (repeatable: all of them).")] = None,
     query: Annotated[Optional[str], typer.Option("--query", "-q", metavar="Q",
