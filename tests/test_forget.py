@@ -299,3 +299,12 @@ def test_a_bad_decay_line_is_skipped_and_named_by_doctor(vault, notes):
     assert "decayed" not in hit.feedback
     problems = vault.doctor().to_dict()["bad_log_lines"]
     assert any("factor" in p["problem"] for p in problems)
+
+
+def test_no_episode_line_when_episode_notes_are_off(tmp_path):
+    vault = Vault.init(tmp_path / "v")
+    (vault.state / "config.yaml").write_text("write:\n  episodes: false\n", encoding="utf-8")
+    vault = Vault(vault.root)
+    made = vault.remember("The gate code changes monthly", tags=["office"])
+    vault.forget_where(ids=[made.id], reason="moved out", now=NOW)
+    assert not list(vault.folders["episodes"].glob("*.md")) and (vault.root / "archive").is_dir()

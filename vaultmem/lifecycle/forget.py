@@ -146,11 +146,11 @@ def forget_rows(vault: Store, rows: list[dict[str, Any]], reason: str, event: st
 
 def commit_moves(vault: Store, moved: list[tuple[dict, str]], lines: list[str], events: list[dict], stamp: float
                  ) -> None:
-    """After notes moved (or were deleted: new path ""): their lines into the day's episode note, one
-    index upsert of the new files and the day note, one audit batch."""
+    """After notes moved (or were deleted: new path ""): their lines into the day's episode note (unless
+    `write.episodes` is off), one index upsert of the new files and the day note, one audit batch."""
     when = dt.datetime.fromtimestamp(stamp).astimezone()
     records: dict[str, Any] = {}
-    if lines:
+    if lines and vault.config["write"]["episodes"]:
         append_episodes(vault, [_Line(when, line) for line in lines], records=records)
     records.update((to, vault.record_for(vault.root / to)) for _, to in moved if to)
     vault.index.upsert(list(records.values()), gone=[row["path"] for row, _ in moved])
