@@ -128,3 +128,11 @@ def test_sync_benchmark_smoke_merges_every_changed_note_in_process(tmp_path):
     for phase in ("push", "merge"):
         assert 0 < figures[phase]["git_s"] < figures[phase]["total_s"], phase
     assert figures["driver_process_ms"] > 0
+
+
+def test_lifecycle_benchmark_smoke_times_gc_and_forget(tmp_path):
+    figures = smoke("lifecycle.py", tmp_path / "lifecycle.json")
+    for key in ("gc_dry_run_cli_s", "gc_dry_run_s", "forget_tag_cli_s", "forget_tag_s"):
+        assert isinstance(figures[key], float) and figures[key] > 0, key
+    assert figures["forget_cli_archived"] == figures["forget_lib_archived"] == figures["forgotten"]
+    assert "consolidate_s" in figures

@@ -56,7 +56,7 @@ def call(provider: VaultmemProvider, tool: str, **args) -> dict:
 def test_the_tools_write_recall_and_answer_through_the_vault(home):
     provider = started(home)
     assert [s["name"] for s in provider.get_tool_schemas()] == ["vault_remember", "vault_recall", "vault_ask",
-                                                                "vault_feedback"]
+                                                                "vault_feedback", "vault_forget"]
     made = call(provider, "vault_remember", content="客户张三的合同编号是 CT2024-0876", tags=["billing"],
                 lifecycle="fact", entity="张三", score=8)
     assert made["action"] == "created" and made["id"]
@@ -73,6 +73,14 @@ def test_the_tools_write_recall_and_answer_through_the_vault(home):
                       "verdict": "outdated"}
     assert Vault(home / "vaultmem").get(made["id"]).status == "needs-verification"
     assert "verdict" in call(provider, "vault_feedback", id=made["id"], verdict="meh")["error"]
+    listed = call(provider, "vault_forget", ids=[made["id"]], reason="contract ended", dry_run=True)
+    assert listed["action"] == "would-archive" and listed["forgotten"] == [{"id": made["id"], "title": made["title"]}]
+    gone = call(provider, "vault_forget", tags="billing", reason="contract ended")
+    assert gone["action"] == "archived" and [n["id"] for n in gone["forgotten"]] == [made["id"]]
+    assert Vault(home / "vaultmem").get(made["id"]).status == "archived"
+    assert call(provider, "vault_recall", query="张三 合同")["results"] == []
+    assert "reason" in call(provider, "vault_forget", ids=[made["id"]])["error"]
+    assert "outside the vault" in call(provider, "vault_forget", ids=["../../etc/passwd"], reason="x")["error"]
     provider.shutdown()
 
 
@@ -81,7 +89,7 @@ def test_tool_errors_come_back_as_json_never_a_traceback(home, monkeypatch):
     assert "error" in call(provider, "vault_remember", content="  ")
     assert "error" in call(provider, "vault_recall", query="x", limit=0)
     assert "error" in call(provider, "vault_remember", content="x", tags=["password"])  # a blocked tag
-    assert "no tool" in call(provider, "vault_forget", ref="x")["error"]
+    assert "no tool" in call(provider, "vault_delete", ref="x")["error"]
     assert "JSON object" in json.loads(provider.handle_tool_call("vault_recall", ["not", "a", "dict"]))["error"]
     monkeypatch.setattr(provider._vault, "recall", lambda *a, **k: 1 / 0)
     broken = call(provider, "vault_recall", query="anything")
@@ -95,6 +103,7 @@ def test_only_the_primary_context_writes(home, context):
     assert [s["name"] for s in provider.get_tool_schemas()] == ["vault_recall", "vault_ask"]
     assert "read-only" in call(provider, "vault_remember", content="Remember: the gate code is 4711")["error"]
     assert "read-only" in call(provider, "vault_feedback", id="x", verdict="useful")["error"]
+    assert "read-only" in call(provider, "vault_forget", ids=["x"], reason="y")["error"]
     provider.sync_turn("Remember: the gate code is 4711", "ok", session_id="s1")
     provider.on_memory_write("add", "user", "User likes tea")
     provider.on_session_end([])
@@ -375,7 +384,7 @@ def test_hermes_loader_and_memory_manager_drive_every_hook(hermes_venv, tmp_path
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     assert seen["discovered"]["vaultmem"] is True and seen["is_memory_provider"]
-    assert seen["tools"] == ["vault_ask", "vault_feedback", "vault_recall", "vault_remember"]
+    assert seen["tools"] == ["vault_ask", "vault_feedback", "vault_forget", "vault_recall", "vault_remember"]
     assert seen["system_prompt"].startswith("# Long-term memory (vaultmem)")
     assert seen["remember"]["action"] == "created"
     assert seen["recall"]["results"][0]["id"] == seen["remember"]["id"]

@@ -14,8 +14,8 @@ from vaultmem.surfaces import mcp as surface
 
 from .conftest import REPO, write_note
 
-TOOLS = {"remember", "recall", "ask", "context", "show", "feedback"}
-READERS = TOOLS - {"remember", "feedback"}
+TOOLS = {"remember", "recall", "ask", "context", "show", "feedback", "forget"}
+READERS = TOOLS - {"remember", "feedback", "forget"}
 HIT_FIELDS = {"id", "title", "content", "source", "date", "score", "tags"}
 HAND_ID = "01JDX3K8Q4W2M9ZC6T7B5N0H1A"
 
@@ -50,6 +50,8 @@ def test_every_tool_has_a_typed_input_and_output_schema(server):
     assert tools["show"].input_schema["required"] == ["ref"]
     assert tools["feedback"].input_schema["required"] == ["ref", "verdict"]
     assert tools["feedback"].input_schema["properties"]["verdict"]["enum"] == ["useful", "wrong", "outdated", "confirm"]
+    assert tools["forget"].input_schema["required"] == ["reason"]
+    assert set(tools["forget"].input_schema["properties"]) == {"reason", "ids", "tags", "query", "dry_run"}
     for name, tool in tools.items():
         assert tool.output_schema["type"] == "object", name
         assert tool.description, name
@@ -86,6 +88,22 @@ def test_feedback_is_recorded_and_a_wrong_memory_is_flagged_and_ranked_lower(ser
     assert [h["id"] for h in hits] == [made[1]["id"], made[0]["id"]]
     refused = call(server, "feedback", ref=made[1]["id"], verdict="great")
     assert refused.is_error and "verdict" in refused.content[0].text
+
+
+def test_forget_archives_by_tag_with_a_reason_and_lists_first_with_dry_run(server, vault):
+    made = [call(server, "remember", text=f"Sprint {n} goal: ship the importer", tags=["sprint"]).structured_content
+            for n in (1, 2)]
+    kept = call(server, "remember", text="The office opens at nine", tags=["office"]).structured_content
+    listed = call(server, "forget", tags=["sprint"], reason="sprints are over", dry_run=True).structured_content
+    assert listed["action"] == "would-archive" and {n["id"] for n in listed["notes"]} == {m["id"] for m in made}
+    done = call(server, "forget", tags=["sprint"], reason="sprints are over").structured_content
+    assert done["action"] == "archived" and all(n["to"].startswith("archive/") for n in done["notes"])
+    assert [h["id"] for h in call(server, "recall", query="sprint goal importer office").structured_content["hits"]] \
+        == [kept["id"]]
+    refused = call(server, "forget", reason="no selector")
+    assert refused.is_error and "what to forget" in refused.content[0].text
+    outside = call(server, "forget", ids=["../../etc/passwd"], reason="x")
+    assert outside.is_error and "outside the vault" in outside.content[0].text
 
 
 def test_a_given_source_is_kept_and_the_servers_default_is_configurable(vault):

@@ -116,6 +116,10 @@ reinforcement:
   reward: 0.5             # strength added per recorded use
   max_reward: 5.0         # cap of that bonus
 
+gc:                       # `vaultmem gc`: what it archives (never a pinned note; user-trust and permanent ones only when asked)
+  threshold: 0.5          # a memory whose effective score (0..10, the strength ranking uses: decayed, with uses and feedback) is below this
+  unused_days: 90         # ...and that was neither written nor used (recalled) for this many days
+
 sync:                     # `vaultmem sync` and the pre-commit hook (`vaultmem hook install`)
   max_deletions: 50       # the hook refuses a commit that deletes more notes than this (a mass deletion)
 
@@ -154,7 +158,7 @@ _RULES: dict[str, tuple[str, Any]] = {
     "ranking.bm25_b": ("a number from 0 to 1, or auto", lambda v: v == "auto" if isinstance(v, str) else 0 <= v <= 1),
     **dict.fromkeys(["write.merge_bonus", "write.reinforce_hours", "ranking.rrf_k", "ranking.bm25_k1", "reinforcement.reward",
                      "reinforcement.max_reward", "index.compact_ratio", "ranking.feedback_scale",
-                     "ranking.feedback_max_weight"], _NOT_NEGATIVE),
+                     "ranking.feedback_max_weight", "gc.threshold", "gc.unused_days"], _NOT_NEGATIVE),
     "half_life_hours.*": ("a number of 0 or more, or null", lambda v: v >= 0),
     "defaults.score": ("a number from 0 to 10", lambda v: 0 <= v <= 10),
 }

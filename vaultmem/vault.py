@@ -171,3 +171,42 @@ class Vault(Store):
         from .recall.hindsight import lambda_estimate
 
         return lambda_estimate(self)
+
+    def forget_where(self, *, ids: Iterable[str] = (), tags: Iterable[str] = (), query: str = "",
+                     since: str | None = None, until: str | None = None, source: str | None = None,
+                     namespace: str | list[str] | None = "*", reason: str, dry_run: bool = False, hard: bool = False,
+                     now: float | None = None):
+        """Archive (hard: delete) every memory matching all the selectors given, with a required reason;
+        dry_run only lists them. `namespace` as recall takes it ("*" every one, the default here: a
+        person's command; None the caller's visible ones). Returns a lifecycle.forget.Forgotten.
+        `forget(ref)` is the one-note form."""
+        from .lifecycle.forget import Selection, forget_where
+        from .recall.ranking import visible_namespaces
+
+        names = visible_namespaces(self.config, namespace)
+        selection = Selection(tuple(ids), tuple(tags), query, since, until, source,
+                              None if names is None else tuple(names))
+        return forget_where(self, selection, reason, dry_run=dry_run, hard=hard, now=now)
+
+    def restore(self, ref: str, now: float | None = None):
+        """Undo an archive: back to memories/ with the status it had before (audited); a WriteResult."""
+        from .lifecycle.status import restore
+
+        return restore(self, ref, now)
+
+    def decay(self, tags: Iterable[str], factor: float, reason: str = "", now: float | None = None):
+        """Scale the strength of the memories with all these tags by factor (0 < F <= 1): an audited event
+        each, folded into ranking, no note rewritten. Returns a lifecycle.gc.Decayed."""
+        from .lifecycle.gc import decay_where
+
+        return decay_where(self, list(tags), factor, reason, now)
+
+    def gc(self, *, dry_run: bool = False, include_user: bool = False, include_permanent: bool = False,
+           now: float | None = None):
+        """Archive the memories below `gc.threshold` and unused for `gc.unused_days` (never pinned ones;
+        user-trust and permanent ones only when asked). Returns a lifecycle.forget.Forgotten."""
+        from .lifecycle.gc import gc
+        from .recall.ranking import effective_strength
+
+        return gc(self, effective_strength(self), dry_run=dry_run, include_user=include_user,
+                  include_permanent=include_permanent, now=now)

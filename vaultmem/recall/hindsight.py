@@ -92,7 +92,7 @@ def note_decay(snap: Snapshot, docs: np.ndarray, half_lives: np.ndarray, cfg: di
             floor[has] = own["floor"][at[has]]
     votes = _votes(snap)
     if votes is not None:
-        weight = _weights(votes[docs], cfg)
+        weight = _weights(votes[docs], cfg) * _scales(snap)[docs]
     return half_lives, floor, weight
 
 
@@ -130,21 +130,38 @@ def _votes(snap: Snapshot) -> np.ndarray | None:
     found = snap.memo.get("votes")
     if found is None:
         found = np.zeros(snap.size)
-        for doc, good, bad in snap.feedback:
+        for doc, good, bad, _ in snap.feedback:
             if doc < snap.size:
                 found[doc] = good - bad
         snap.memo["votes"] = found
     return found
 
 
+def _scales(snap: Snapshot) -> np.ndarray:
+    """The strength multiplier of each document's decay events (1 without any), memoised."""
+    found = snap.memo.get("scales")
+    if found is None:
+        found = np.ones(snap.size)
+        for doc, _, _, scale in snap.feedback:
+            if doc < snap.size and scale:
+                found[doc] = rules.decay_scale(scale)
+        snap.memo["scales"] = found
+    return found
+
+
 def hit_feedback(snap: Snapshot, doc: int, weight: float) -> dict[str, Any]:
-    """What --explain shows of a hit's feedback: {} without any, else weight, up and down votes."""
+    """What --explain shows of a hit's feedback: {} without any, else weight, up and down votes (and
+    the decay events' factor when it has any)."""
     votes = snap.memo.get("votes_by_doc")
     if votes is None:
-        votes = snap.memo["votes_by_doc"] = {d: (good, bad) for d, good, bad in snap.feedback}
+        votes = snap.memo["votes_by_doc"] = {d: (good, bad, scale) for d, good, bad, scale in snap.feedback}
     if doc not in votes:
         return {}
-    return {"weight": round(weight, 6), "up": votes[doc][0], "down": votes[doc][1]}
+    good, bad, scale = votes[doc]
+    shown = {"weight": round(weight, 6), "up": good, "down": bad}
+    if scale:
+        shown["decayed"] = round(rules.decay_scale(scale), 6)
+    return shown
 
 
 def hit_policy(row: dict[str, Any]) -> dict[str, Any]:

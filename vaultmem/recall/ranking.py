@@ -298,7 +298,7 @@ def _rank(snap: Snapshot, q: Query, config: dict, now: float, rows: Callable[...
             contiguity[np.searchsorted(docs, near)] = lent
     tags = _count(snap, tag_lists)[docs] / n_tags if n_tags else np.zeros(len(docs), dtype=np.float32)
     graph = np.minimum(_count(snap, graph_lists)[docs], 1.0)
-    prior = _prior(snap, docs, config, now)
+    prior = strength_prior(snap, docs, config, now)
     relevance = scoring.normalise(lexical)
     channels = {
         "lexical": relevance,
@@ -313,8 +313,15 @@ def _rank(snap: Snapshot, q: Query, config: dict, now: float, rows: Callable[...
     return docs, channels, prior, unknown
 
 
-def _prior(snap: Snapshot, docs: np.ndarray, config: dict, now: float) -> hindsight.Prior:
-    """Effective strength and decay of the candidates, with their own policy and feedback."""
+def effective_strength(vault: Store) -> Callable[[Snapshot, np.ndarray, float], np.ndarray]:
+    """The effective score of documents as this vault's recall rates them now (gc's measure)."""
+    config = hindsight.ranking_config(vault)
+    return lambda snap, docs, now: strength_prior(snap, docs, config, now).effective
+
+
+def strength_prior(snap: Snapshot, docs: np.ndarray, config: dict, now: float) -> hindsight.Prior:
+    """Effective strength and decay of these documents, with their own policy, feedback and decay events
+    (what ranking weighs, and what gc compares with its threshold)."""
     r = config["reinforcement"]
     half_life, floor, weight = hindsight.note_decay(snap, docs, _half_lives(snap, config["half_life_hours"], docs),
                                                     config["ranking"])

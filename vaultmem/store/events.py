@@ -1,4 +1,4 @@
-"""Per-device append-only logs: access, feedback and pin events (ranking) and the audit trail.
+"""Per-device append-only logs: access, feedback, pin and decay events (ranking) and the audit trail.
 
 Each device writes only `.vaultmem/devices/<device-id>/`, so a git merge of two machines' logs
 never conflicts. The device id is generated once per machine and kept outside the vault.
@@ -19,7 +19,7 @@ from ..text.decay import VERDICTS
 from ..text.times import LAST_TS
 
 _DEVICE_FILE = "device-id"
-FOLDED = ("access", "feedback", "pin", "unpin")  # the events the index folds from every device's events logs
+FOLDED = ("access", "feedback", "pin", "unpin", "decay")  # the events the index folds from every device's events logs
 
 
 def state_dir() -> Path:
@@ -177,6 +177,8 @@ def _event(raw: bytes) -> tuple[dict | None, str]:
             return None, f"{named}'s ts must be POSIX seconds, not {json.dumps(ts)[:40]}"
         if kind == "feedback" and ev.get("verdict") not in VERDICTS:
             return None, f"a feedback event's verdict must be one of {', '.join(VERDICTS)}"
+        if kind == "decay" and not (_number(ev.get("factor")) and 0 < ev["factor"] <= 1):
+            return None, "a decay event's factor must be a number above 0 and at most 1"
         if kind == "pin" and not all(_number(ev.get(key, 0)) for key in ("ratio", "age_hours")):
             return None, "a pin event's ratio and age_hours must be numbers"
     return ev, ""

@@ -201,7 +201,8 @@ def _print_hit(rank: int, hit, explain: bool) -> None:
             f"final={hit.final:.3f}  ({hit.path})", style="dim")
         own = [f"{k}={v:g}" if not isinstance(v, bool) else k for k, v in hit.policy.items()]
         if hit.feedback:
-            own.append(f"feedback={hit.feedback['weight']:.3f} (+{hit.feedback['up']}/-{hit.feedback['down']})")
+            own.append(f"feedback={hit.feedback['weight']:.3f} (+{hit.feedback['up']}/-{hit.feedback['down']}"
+                       + (f", decayed x{hit.feedback['decayed']:.3f})" if "decayed" in hit.feedback else ")"))
         if own:
             say(f"   {'  '.join(own)}", style="dim")
 

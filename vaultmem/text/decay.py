@@ -13,6 +13,10 @@ Feedback (`vaultmem feedback ID useful|wrong|outdated|confirm`) multiplies a mem
 so one `useful` raises it a little, a hundred at most to `max_weight` (2 by default), and a `wrong`
 lowers it to at least 1 / max_weight: repeated feedback saturates, never runs away.
 
+`vaultmem decay --factor F --tag T` records one `decay` event per note matched; a note's strength is
+multiplied by the product of its factors (each 0 < F <= 1), never below MIN_SCALE: decay lowers, is
+bounded, and commutes (every device's events fold in any order to the same number).
+
 Adaptive λ: a pin at age Δt (hours since the write) records the note's effective/initial strength
 ratio then; λ_i = −ln(ratio) / Δt, the estimate is their mean, bounded to half-lives within
 `bounds` (hours). A note kept strong by use (its clock reset, its reward added) gives a λ below the
@@ -30,6 +34,7 @@ from typing import Any
 VERDICTS = {"useful": 1, "confirm": 1, "wrong": -1, "outdated": -1}  # verdict -> its vote in `net`
 LOWERING = ("wrong", "outdated")  # verdicts that also mark a note needs-verification
 POLICY_KEYS = ("half_life", "decay_floor", "pinned")
+MIN_SCALE = 0.001  # `vaultmem decay` never takes a note's strength below this share of what it was
 _UNIT_HOURS = {"h": 1.0, "d": 24.0, "w": 168.0, "y": 8766.0}
 _DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([hdwy])\s*", re.IGNORECASE)
 
@@ -102,6 +107,15 @@ def feedback_weight(net: float, scale: float, max_weight: float) -> float:
     return float(max_weight ** math.tanh(net / scale))
 
 
+def decay_scale(log_sum: float) -> float:
+    """The strength multiplier of a note's decay events from the sum of ln(factor): at least MIN_SCALE.
+
+    >>> decay_scale(math.log(0.5) * 2)
+    0.25
+    """
+    return max(math.exp(min(log_sum, 0.0)), MIN_SCALE)
+
+
 def net_feedback(counts: Mapping[str, int]) -> int:
     """useful + confirm − wrong − outdated."""
     return sum(VERDICTS[verdict] * int(n) for verdict, n in counts.items() if verdict in VERDICTS)
@@ -128,5 +142,5 @@ def estimate_lambda(pins: Iterable[tuple[float, float]], bounds: tuple[float, fl
     return min(max(sum(values) / len(values), low), high)
 
 
-__all__ = ["LOWERING", "POLICY_KEYS", "VERDICTS", "Policy", "duration_hours", "estimate_lambda", "feedback_weight",
+__all__ = ["LOWERING", "MIN_SCALE", "POLICY_KEYS", "VERDICTS", "Policy", "decay_scale", "duration_hours", "estimate_lambda", "feedback_weight",
            "net_feedback", "pin_lambda", "read_policy"]

@@ -52,7 +52,7 @@ _ACCESS_SINCE = ("SELECT n.doc, a.uses, a.last FROM notes n JOIN access a ON a.i
 
 # read by every snapshot, so they must cost nothing without feedback or policies: CROSS JOIN makes the
 # (small) feedback table the outer loop, never a scan of every note; a partial index holds the policies
-_FEEDBACK = "SELECT n.doc, f.good, f.bad FROM feedback f CROSS JOIN notes n ON n.id = f.id"
+_FEEDBACK = "SELECT n.doc, f.good, f.bad, f.scale FROM feedback f CROSS JOIN notes n ON n.id = f.id"
 _POLICIES = "SELECT doc, policy FROM notes WHERE policy != ''"
 
 
@@ -448,7 +448,7 @@ class Index(Sidecar):
     # -- events --------------------------------------------------------------------------------
     @heals
     def fold_events(self) -> None:
-        """Fold new access, feedback and pin events of every device's logs into per-note counts.
+        """Fold new access, feedback, pin and decay events of every device's logs into per-note counts.
 
         A line that is no valid event is skipped (doctor names it), and a log that cannot be read
         (a folder or a dangling link by that name) waits: neither may stop every command.
@@ -476,13 +476,14 @@ class Index(Sidecar):
             conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'version'")
             self._set_meta(conn, access_version=int(self._meta(conn, "access_version", "0")) + 1)
 
-    def usage(self, note_id: str) -> tuple[int, float, int, int]:
-        """(uses, last use, up votes, down votes) folded for one note id; zeros when it has none."""
+    def usage(self, note_id: str) -> tuple[int, float, int, int, float]:
+        """(uses, last use, up votes, down votes, sum of ln(decay factors)) folded for one note id;
+        zeros when it has none."""
         self.fold_events()
         conn = self._conn()
         used = conn.execute("SELECT uses, last FROM access WHERE id = ?", (note_id,)).fetchone() or (0, 0.0)
-        votes = conn.execute("SELECT good, bad FROM feedback WHERE id = ?", (note_id,)).fetchone() or (0, 0)
-        return used[0], used[1], votes[0], votes[1]
+        votes = conn.execute("SELECT good, bad, scale FROM feedback WHERE id = ?", (note_id,)).fetchone() or (0, 0, 0.0)
+        return used[0], used[1], votes[0], votes[1], votes[2]
 
     def pin_events(self) -> list[dict[str, Any]]:
         """Every device's folded pin and unpin events, oldest first: {id, event, ts, ratio, age_hours, log}."""

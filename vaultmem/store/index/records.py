@@ -271,7 +271,7 @@ def index_terms(rec: Record) -> Counter:
     indexed = "\n".join([rec.title, rec.body, " ".join(rec.tags), " ".join(rec.aliases)])
     terms = Counter(text.terms(indexed))
     terms.update(value_terms(rec.value))
-    terms.update(map(_tag_term, rec.tags))
+    terms.update(map(tag_term, rec.tags))
     terms.update(map(_link_term, rec.links))
     if rec.body.rstrip().endswith(("?", "？")):
         terms[QUESTION_TERM] = 1
@@ -331,10 +331,10 @@ def appended_record(like: Record, data: bytes, added: str, stat: tuple[int, int]
 
 def _tag_and_link_terms(rec: Record) -> list[str]:
     """The part of index_terms that comes from a record's tags and links."""
-    return [*text.terms(" ".join(rec.tags)), *map(_tag_term, rec.tags), *map(_link_term, rec.links)]
+    return [*text.terms(" ".join(rec.tags)), *map(tag_term, rec.tags), *map(_link_term, rec.links)]
 
 
-def _tag_term(tag: str) -> str:
+def tag_term(tag: str) -> str:
     """The exact term of a tag (`#tag`)."""
     return TAG_PREFIX + "_".join(text.normalize_tag(tag).split())
 

@@ -22,7 +22,8 @@ from ..files import remove_tree
 from .sqlrows import SCHEMA, connect, is_damage, transaction
 from ..writelock import WriteLock, notice
 
-SCHEMA_VERSION = 7  # 6: near-duplicate keys from seeded hashes (dedup.sketch_keys); 7: per-note policy, feedback, pins
+SCHEMA_VERSION = 8  # 6: near-duplicate keys from seeded hashes (dedup.sketch_keys); 7: per-note policy, feedback, pins;
+# 8: decay events folded (feedback.scale)
 _DB = "index.sqlite"
 
 Method = TypeVar("Method", bound=Callable[..., Any])

@@ -190,7 +190,7 @@ class Snapshot:
     stamp: tuple = ()  # the generation folder's identity (a rebuild may reuse its number)
     entity_rows: list[tuple[str, str]] = field(default_factory=list)  # what `entities` was made from
     access_version: str = ""  # the index's count of access folds when `uses` was read
-    feedback: list[tuple] = field(default_factory=list)  # (doc, good, bad) of the notes given feedback
+    feedback: list[tuple] = field(default_factory=list)  # (doc, good, bad, ln decay) of the notes given feedback or decay
     policies: list[tuple] = field(default_factory=list)  # (doc, policy JSON) of the notes with a decay policy
     memo: dict = field(default_factory=dict)  # values derived from the snapshot, computed once
 

@@ -7,6 +7,7 @@ back from it; index.py keeps the logic of what is written when.
 from __future__ import annotations
 
 import contextlib
+import math
 import operator
 import sqlite3
 from collections.abc import Iterator
@@ -40,8 +41,10 @@ CREATE INDEX IF NOT EXISTS notes_value ON notes(type, value);
 CREATE INDEX IF NOT EXISTS notes_path_nocase ON notes(path COLLATE NOCASE);
 -- the few notes with a decay policy of their own (pinned, half_life, decay_floor): read by every snapshot
 CREATE INDEX IF NOT EXISTS notes_policy ON notes(doc, policy) WHERE policy != '';
--- folded hindsight feedback per note id (every device's events logs), and pin events for adaptive λ
-CREATE TABLE IF NOT EXISTS feedback(id TEXT PRIMARY KEY, good INTEGER NOT NULL, bad INTEGER NOT NULL, last REAL NOT NULL);
+-- folded hindsight feedback per note id (every device's events logs): votes, and the sum of ln(factor) of
+-- its `decay` events (vaultmem decay); and pin events for adaptive λ
+CREATE TABLE IF NOT EXISTS feedback(id TEXT PRIMARY KEY, good INTEGER NOT NULL, bad INTEGER NOT NULL, last REAL NOT NULL,
+                                    scale REAL NOT NULL DEFAULT 0);
 -- (each log line is folded once: logpos moves in the same transaction)
 CREATE TABLE IF NOT EXISTS pins(file TEXT NOT NULL, id TEXT NOT NULL, event TEXT NOT NULL, ts REAL NOT NULL,
                                 ratio REAL, age_hours REAL);
@@ -57,8 +60,10 @@ INSERT_KEY = "INSERT INTO dupkey VALUES (?, ?)"
 UPSERT_ACCESS = ("INSERT INTO access VALUES (?, 1, ?) ON CONFLICT(id) DO UPDATE SET uses = uses + 1, "
                  "last = max(last, excluded.last)")
 
-UPSERT_FEEDBACK = ("INSERT INTO feedback VALUES (?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET good = good + excluded.good, "
+UPSERT_FEEDBACK = ("INSERT INTO feedback (id, good, bad, last) VALUES (?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET good = good + excluded.good, "
                    "bad = bad + excluded.bad, last = max(last, excluded.last)")
+UPSERT_DECAY = ("INSERT INTO feedback (id, good, bad, last, scale) VALUES (?, 0, 0, 0, ?) ON CONFLICT(id) DO UPDATE "
+                "SET scale = scale + excluded.scale")
 INSERT_PIN = "INSERT INTO pins VALUES (?, ?, ?, ?, ?, ?)"
 
 
@@ -70,6 +75,8 @@ def fold_event(conn: sqlite3.Connection, log: str, ev: dict[str, Any]) -> None:
     elif kind == "feedback":
         vote = VERDICTS[ev["verdict"]]
         conn.execute(UPSERT_FEEDBACK, (ev["id"], int(vote > 0), int(vote < 0), ts))
+    elif kind == "decay":
+        conn.execute(UPSERT_DECAY, (ev["id"], math.log(ev["factor"])))
     elif kind in ("pin", "unpin"):
         conn.execute(INSERT_PIN, (log, ev["id"], kind, ts, ev.get("ratio"), ev.get("age_hours")))
 
@@ -178,6 +185,6 @@ def known_under(conn: sqlite3.Connection, paths: list[str]) -> dict[str, tuple[i
     return known
 
 
-__all__ = ["INSERT_KEY", "INSERT_NOTE", "INSERT_PIN", "NOTE_FIELDS", "SCHEMA", "UPSERT_ACCESS", "UPSERT_FEEDBACK", "connect",
+__all__ = ["INSERT_KEY", "INSERT_NOTE", "INSERT_PIN", "NOTE_FIELDS", "SCHEMA", "UPSERT_ACCESS", "UPSERT_DECAY", "UPSERT_FEEDBACK", "connect",
            "drop_lookups", "dup_keys", "fold_event", "is_damage", "known_under", "record_from_row", "row_dict", "to_row",
            "transaction"]
