@@ -243,7 +243,7 @@ def test_an_unknown_batch_field_is_refused_with_the_allowed_ones(tmp_path):
     import sys
 
     from vaultmem import Vault
-    from vaultmem.write.pipeline import BATCH_FIELDS
+    from vaultmem.write.items import BATCH_FIELDS
 
     Vault.init(tmp_path / "v")
     batch = tmp_path / "m.jsonl"

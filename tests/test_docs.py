@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from vaultmem import Vault
 from vaultmem.surfaces.cli import app
-from vaultmem.write.pipeline import BATCH_FIELDS
+from vaultmem.write.items import BATCH_FIELDS
 
 REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text(encoding="utf-8")

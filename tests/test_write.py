@@ -6,7 +6,7 @@ import pytest
 
 from vaultmem import VaultmemError
 from vaultmem.notes.note import parse_note
-from vaultmem.write.pipeline import read_jsonl
+from vaultmem.write.items import read_jsonl
 
 
 def test_remember_writes_a_spec_note(vault):

@@ -23,14 +23,14 @@ if TYPE_CHECKING:
     from .recall.context import Context, ContextItem
     from .recall.ranking import Hit, Query
     from .vault import Vault
-    from .write.pipeline import WriteResult
+    from .write.items import WriteResult
 
 __version__ = "0.1.0"
 
 # Loaded on first use (PEP 562): `import vaultmem` stays cheap, and a write never imports numpy.
 _LAZY = {"Answer": "recall.answer", "Context": "recall.context", "ContextItem": "recall.context",
          "DoctorReport": "recall.catalog", "Memory": "recall.catalog", "Hit": "recall.ranking", "Query": "recall.ranking",
-         "Vault": "vault", "WriteResult": "write.pipeline"}
+         "Vault": "vault", "WriteResult": "write.items"}
 
 __all__ = [
     "AmbiguousNote", "Answer", "ConfigError", "Context", "ContextItem", "DoctorReport", "Hit", "Memory",

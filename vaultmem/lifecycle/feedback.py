@@ -23,7 +23,7 @@ from ..errors import VaultmemError
 from ..store.events import append_events
 from ..text import decay as rules
 from ..text import scoring
-from ..write.pipeline import WriteResult
+from ..write.items import WriteResult
 
 if TYPE_CHECKING:
     from ..store.store import Store

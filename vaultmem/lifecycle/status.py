@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import VaultmemError, WriteConflict
 from ..notes.names import numbered_name
-from ..write.pipeline import WriteResult
+from ..write.items import WriteResult
 
 if TYPE_CHECKING:
     from ..store.store import Store

@@ -197,7 +197,7 @@ def remember(
 
 
 def _remember_batch(vault, batch: str, json_out: bool, explain: bool) -> None:
-    from ..write.pipeline import read_jsonl
+    from ..write.items import read_jsonl
 
     if batch == "-":
         lines = sys.stdin.read().splitlines()

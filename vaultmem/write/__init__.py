@@ -1,6 +1,8 @@
 """write/: the write pipeline, from one memory's text and fields to notes on disk.
 
-pipeline (the Writer: remember/remember_many and the decisions: merge, supersede, create), drafts
+pipeline (the Writer: remember/remember_many and the decisions: merge, supersede, create), items
+(the fields a caller gives, their check, WriteResult), entities (the entity notes a write makes
+sure of first), drafts
 (the pure half: policy -> extract -> importance -> links -> the rendered draft, also run in worker
 processes), batch/ (what a write holds on its way to disk, InFlight, and its finish as named
 steps; the notes waiting to be written, PendingNotes), policy (secrets and blocked tags), extract

@@ -12,9 +12,8 @@ import datetime as dt
 import gc
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..text import terms as text
@@ -22,51 +21,20 @@ from ..text.dedup import BatchKeys, restates
 from .drafts import Draft, Drafter, entity_links, parse_time, union, worker_pool
 from .episodes import EpisodeLine
 from ..errors import VaultmemError, WriteConflict
-from .extract import POSITIONS
+from .entities import EntityNotes
+from .items import WriteResult, check_item, given_fields
 from .batch.inflight import InFlight
 from .batch.pending import StaleNote
 from ..notes.names import numbered_name
-from ..store.index.records import Record, note_score, retitle
+from ..notes.versions import bump_version
+from ..store.index.records import note_score, retitle
 
 if TYPE_CHECKING:
     from ..store.store import Store
 
 PENDING_MAX = 200_000  # new notes kept back before a flush writes them (each ~2 KB with its index record)
 _WORDS = re.compile(r"\w+")
-BATCH_FIELDS = {"text", "tags", "source", "lifecycle", "score", "timestamp", "type", "value", "namespace",
-                "episode", "title", "entity", "candidate", "supersedes", "position"}
 
-
-@dataclass(frozen=True)
-class WriteResult:
-    """What remember did: created a note, merged into an existing one, or found it already there."""
-
-    action: str                      # created | merged | unchanged
-    id: str
-    path: str
-    title: str
-    supersedes: str | None = None    # id of the memory this one replaced
-    type: str = ""
-    value: str = ""
-    score: float = 0.0
-    status: str = "active"
-    tags: list[str] = field(default_factory=list)
-    redacted: list[str] = field(default_factory=list)  # kinds of secrets removed before writing
-    explain: dict[str, Any] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (`explain` only when it was asked for)."""
-        if self.explain is not None:
-            return asdict(self)
-        # asdict copies deeply and costs ~10x this: a batch prints 100,000 of these
-        return {"action": self.action, "id": self.id, "path": self.path, "title": self.title,
-                "supersedes": self.supersedes, "type": self.type, "value": self.value, "score": self.score,
-                "status": self.status, "tags": list(self.tags), "redacted": list(self.redacted)}
-
-
-def _given(fields: dict[str, Any]) -> frozenset[str]:
-    """The fields a caller set (not empty), of those a supersede would otherwise carry over."""
-    return frozenset(name for name in ("tags", "lifecycle", "entity") if fields.get(name))
 
 
 def _holds(meta: dict[str, Any], body: str, draft: Draft) -> bool:
@@ -112,37 +80,6 @@ def _has_tags(tags: Any, draft: Draft) -> bool:
     return all(text.normalize_tag(t) in have for t in draft.meta["tags"])
 
 
-def _str_list(value: Any, name: str) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        value = [v for v in value.replace(",", " ").split()]
-    if not isinstance(value, (list, tuple)) or not all(isinstance(v, (str, int, float)) for v in value):
-        raise VaultmemError(f"{name} must be a list of strings")
-    return [str(v).lstrip("#") for v in value if str(v).strip("# ")]
-
-
-def _names(value: Any) -> list[str]:
-    """Entity names: a string is one name (names have spaces), a list is several."""
-    if value is None:
-        return []
-    names = [value] if isinstance(value, str) else value
-    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
-        raise VaultmemError("entity must be a name or a list of names")
-    return [n.strip() for n in names if n.strip()]
-
-
-def _bump_version(version: Any, device: str) -> list[str]:
-    """The version vector with this device's counter raised by one."""
-    entries = [str(v) for v in version] if isinstance(version, list) else []
-    for i, entry in enumerate(entries):
-        name, _, count = entry.rpartition(":")
-        if name == device:
-            entries[i] = f"{device}:{int(count) + 1 if count.isdigit() else 1}"
-            return entries
-    return [*entries, f"{device}:1"]
-
-
 _KNOWN_COLUMNS = ("path", "id", "title", "type", "value", "namespace", "status", "score", "sha")
 REPEAT = "the same words"  # the merge reason of a repeat: it may add tags, never strength
 RESETTLE = 5  # times a draft is decided again because a note it was decided on changed meanwhile
@@ -179,9 +116,7 @@ class Writer:
         self.extractor = vault.reused("extractor", None, lambda: Extractor.from_config(vault.config))
         self.durable = durable
         self.want_explain = explain
-        self._matcher = None
         self._drafter: Drafter | None = None
-        self._ensured: set[str] = set()  # entity names (folded) this writer has made sure of
         self._taken: dict[str, set[str]] = {}
         self._by_fp: dict[str, WriteResult] = {}
         self._by_value: dict[tuple[str, str, str], _Known] = {}
@@ -191,44 +126,21 @@ class Writer:
         self._attrs: dict[tuple[str, str], dict[str, dict]] = {}  # (namespace, type) -> entity -> newest row
         self._known: dict[str, _Known] = {}
         self.flight = InFlight(vault, durable)  # the notes, day lines and audit events on their way to disk
+        self.entities = EntityNotes(vault, self.policy, durable, self.flight.audit)
         self._tried: dict[tuple[str, str], int] = {}  # (folder, stem) -> the first numbered name still worth trying
         self._has_memories = vault.index.exists("kind = 'memory'")  # else nothing on disk to dedup against
         self._keys = BatchKeys()
 
     # -- checks that run before anything is written --------------------------------------------
     def check(self, item: dict[str, Any], where: str) -> tuple[str, dict[str, Any]]:
-        """Validate one item (fields, blocked tags, secrets in identifiers); raises VaultmemError/PolicyViolation.
-
-        A message never repeats a value it refuses (it may be a secret): it says what was expected.
-        """
-        unknown = set(item) - BATCH_FIELDS
-        if unknown:  # a field's name is shown, cleaned like text (a JSON key can be anything)
-            raise VaultmemError(f"{where}: unknown field(s) {self.policy.clean(', '.join(sorted(unknown)))[0]}; "
-                                f"the fields are {', '.join(sorted(BATCH_FIELDS))}")
-        body = item.get("text")
-        if not isinstance(body, str) or not body.strip():
-            raise VaultmemError(f"{where}: `text` is required and must be a non-empty string")
-        fields = {k: v for k, v in item.items() if k != "text"}
-        fields["tags"] = _str_list(fields.get("tags"), "tags")
-        self.policy.check_tags(fields["tags"])
-        fields["entity"] = _names(fields.get("entity"))
-        self.policy.check_identifiers(fields, where)
-        score = fields.get("score")
-        if score is not None and not (isinstance(score, (int, float)) and 0 <= score <= 10):
-            raise VaultmemError(f"{where}: score must be a number between 0 and 10")
-        if fields.get("position") not in (None, *POSITIONS):
-            raise VaultmemError(f"{where}: position must be {' or '.join(POSITIONS)}")
-        try:
-            parse_time(fields.get("timestamp"))
-        except VaultmemError as exc:
-            raise VaultmemError(f"{where}: {exc}") from None
-        return body.strip(), fields
+        """Validate one item before anything is written (write/items.py: check_item)."""
+        return check_item(self.policy, item, where)
 
     # -- the pipeline ------------------------------------------------------------------------------
     def write(self, body: str, fields: dict[str, Any]) -> WriteResult:
         """Run one checked item through the pipeline; returns what happened."""
         self.ensure_entities([(body, fields)])
-        return self.settle(self.drafter().draft(body, fields), fields.get("supersedes"), _given(fields))
+        return self.settle(self.drafter().draft(body, fields), fields.get("supersedes"), given_fields(fields))
 
     def settle(self, draft: Draft, supersedes: Any = None, given: frozenset[str] = frozenset()) -> WriteResult:
         """Decide what a draft becomes (unchanged, merged, created, superseding) and write it.
@@ -283,45 +195,14 @@ class Writer:
     def drafter(self) -> Drafter:
         """The pure half of the pipeline, knowing every entity ensured so far."""
         if self._drafter is None:
-            matcher = self._matcher_ready() if self.settings["link_entities"] else None
+            matcher = self.entities.matcher() if self.settings["link_entities"] else None
             self._drafter = Drafter(self.vault.config, self.policy, self.extractor, matcher, self.vault.device,
                                     self.want_explain)
         return self._drafter
 
-    # -- entities --------------------------------------------------------------------------------
     def ensure_entities(self, checked: Iterable[tuple[str, dict[str, Any]]]) -> None:
-        """Entity notes for every name the items give or introduce with a cue, before any is drafted:
-        a batch links each memory to every entity the batch names, wherever it is first named."""
-        from .extract import cue_names
-
-        for body, fields in checked:
-            names = [*fields["entity"], *cue_names(body)]
-            if names:
-                when = parse_time(fields.get("timestamp"))
-                for name in names:
-                    # the given names were checked; a cue's name that a rule calls secret is no name
-                    if not self.policy.clean(name)[1]:
-                        self._ensure_entity(name, when)
-
-    def _matcher_ready(self):
-        if self._matcher is None:
-            from .links import EntityMatcher
-
-            # reused while no entity note changed; a batch adds the entities it creates to it
-            self._matcher = self.vault.reused("entities", self.vault.index.entity_state(),
-                                              lambda: EntityMatcher.from_index(self.vault))
-        return self._matcher
-
-    def _ensure_entity(self, name: str, when: dt.datetime) -> None:
-        from .links import Entity, add_entity, fold
-
-        if fold(name) in self._ensured:  # a batch names the same customer again and again
-            return
-        self._ensured.add(fold(name))
-        action, rel = add_entity(self.vault, name, when=when, durable=self.durable)
-        if action == "created":
-            self._matcher_ready().add(Entity(Path(rel).stem, ()))
-            self.flight.audit.append({"event": "entity", "action": action, "path": rel})
+        """Entity notes for every name the items give or introduce with a cue, before any is drafted."""
+        self.entities.ensure(checked)
 
     # -- dedup -------------------------------------------------------------------------------------
     def _existing_fp(self, fp: str, namespace: str) -> _Known | None:
@@ -496,7 +377,7 @@ class Writer:
 
         def edit(meta: dict[str, Any], body: str) -> tuple[dict[str, Any], str | None]:
             changes: dict[str, Any] = {"tags": union(meta.get("tags") or [], draft.meta["tags"]),
-                                       "version": _bump_version(meta.get("version"), self.vault.device)}
+                                       "version": bump_version(meta.get("version"), self.vault.device)}
             if strengthens:
                 changes["score"] = round(min(10.0, max(note_score(meta.get("score")), draft.meta["score"]) +
                                              float(self.settings["merge_bonus"])), 2)
@@ -607,7 +488,7 @@ class Writer:
         """Mark the superseded note (kept, linked both ways) and forget it as a merge target."""
         self.flight.notes.edit(old.path, lambda meta, body: ({
             "status": "superseded", "superseded_by": f"[[{new_title}]]",
-            "version": _bump_version(meta.get("version"), self.vault.device)}, None))
+            "version": bump_version(meta.get("version"), self.vault.device)}, None))
         self.flight.changes(old.path)
         self._known[old.path] = replace(old, status="superseded")
         self.flight.audit.append({"event": "supersede", "id": old.id, "path": old.path})
@@ -702,7 +583,7 @@ def _remember_many(vault: Store, items: list[dict[str, Any]], progress: Callable
         with worker_pool(drafter, len(checked)) as writer.flight.pool:
             drafts = drafter.draft_all(checked, writer.flight.pool)
             for n, ((_, fields), draft) in enumerate(zip(checked, drafts), 1):
-                result = writer.settle(draft, fields.get("supersedes"), _given(fields))
+                result = writer.settle(draft, fields.get("supersedes"), given_fields(fields))
                 if result.action == "unchanged":
                     writer.log_unchanged(result, parse_time(fields.get("timestamp")), str(fields.get("source") or
                                          vault.config["defaults"]["source"]))
@@ -714,20 +595,4 @@ def _remember_many(vault: Store, items: list[dict[str, Any]], progress: Callable
     return [writer.final(r) for r in results]
 
 
-def read_jsonl(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
-    """Objects of a JSON-lines stream; a bad line raises VaultmemError naming its line number."""
-    import json
-
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except ValueError as exc:
-            raise VaultmemError(f"line {number}: not valid JSON ({exc.args[0]})") from None
-        if not isinstance(item, dict):
-            raise VaultmemError(f"line {number}: expected a JSON object")
-        yield item
-
-
-__all__ = ["WriteResult", "Writer", "read_jsonl", "remember", "remember_many"]
+__all__ = ["WriteResult", "Writer", "remember", "remember_many"]
