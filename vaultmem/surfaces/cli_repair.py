@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .cli import EXIT_ERROR, EXIT_PROBLEMS, JsonOpt, VaultOpt, _sub_app, app
+from .cli import EXIT_ERROR, EXIT_PROBLEMS, JsonOpt, VaultOpt, sub_app, app
 from .console import open_vault, print_json, say
 
 
@@ -64,7 +64,7 @@ def lint(vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
     doctor(vault=vault, json_out=json_out, strict=True)
 
 
-hook_app = _sub_app("The git pre-commit hook that refuses conflict markers, secrets and mass deletions in notes.")
+hook_app = sub_app("The git pre-commit hook that refuses conflict markers, secrets and mass deletions in notes.")
 app.add_typer(hook_app, name="hook")
 
 
