@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import hindsight
+from . import episodic, hindsight
 from ..text import scoring
+from ..text.scoring import top_k
 from ..text import terms as text
 from ..errors import VaultmemError
 from ..store.index.records import LINK_PREFIX, QUESTION_TERM, TAG_PREFIX
@@ -288,7 +289,7 @@ def _rank(snap: Snapshot, q: Query, config: dict, now: float, rows: Callable[...
         lexical = lexical_all[docs]
     contiguity = np.zeros(len(docs), dtype=np.float32)
     if lists and cfg["weights"].get("contiguity", 0) > 0 and lexical.max() > 0:
-        near, lent = _contiguity(snap, docs, lexical / lexical.max())
+        near, lent = episodic.contiguity(snap, docs, lexical / lexical.max())
         if len(near):
             keep = np.isin(near, _filter(snap, q, near))
             near, lent = near[keep], lent[keep]
@@ -305,7 +306,7 @@ def _rank(snap: Snapshot, q: Query, config: dict, now: float, rows: Callable[...
         "tags": tags,
         "graph": graph,
         "source": _source_channel(snap, docs, query_norm),
-        "episode": _episode_relevance(snap, _visible(snap, q), docs, lists, cfg),
+        "episode": episodic.episode_relevance(snap, _visible(snap, q), docs, lists, cfg),
         "contiguity": contiguity,
         "question": _questions(snap)[docs],
         "strength": np.clip(prior.effective / scoring.MAX_SCORE, 0.0, 1.0),
@@ -347,7 +348,7 @@ def _hits(vault: Store, snap: Snapshot, q: Query, docs, channels, prior: hindsig
     fuzzy_n = int(cfg["fuzzy_rescore"]) if unknown else 0
     wanted = max(limit, fuzzy_n)
     while True:
-        scored = _short_list(vault, snap, q, docs, channels, final, _top(final, wanted), fuzzy_n, cfg)
+        scored = _short_list(vault, snap, q, docs, channels, final, top_k(final, wanted), fuzzy_n, cfg)
         # notes the index names but whose files are not there yet (a batch creating them right now)
         # or any more drop out: look further down rather than answer with fewer hits than asked
         if scored is None or len(scored) >= limit or wanted >= len(final):
@@ -363,7 +364,7 @@ def _hits(vault: Store, snap: Snapshot, q: Query, docs, channels, prior: hindsig
         return Hits(hits)
     undecayed = {**channels, "strength": np.clip(prior.undecayed / scoring.MAX_SCORE, 0.0, 1.0)}
     hidden = hindsight.suppressed(vault.index.rows, snap.generation, docs, channels["lexical"], prior.decay,
-                                  _top(_fuse(undecayed, weights, cfg), limit), {h.id for h in hits})
+                                  top_k(_fuse(undecayed, weights, cfg), limit), {h.id for h in hits})
     return None if hidden is None else Hits(hits, hidden)
 
 
@@ -397,21 +398,6 @@ def _short_list(vault: Store, snap: Snapshot, q: Query, docs, channels, final, t
     return scored
 
 
-def _top(values: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k largest values, best first (ties keep index order). Values tied with the k-th
-    are all taken when they are few (up to 4k more), so which of them ranks is the caller's choice
-    (by id), not the index order's."""
-    if k < len(values):
-        part = np.argpartition(-values, k)[:k]
-        if k:
-            ties = np.flatnonzero(values == values[part].min())
-            if len(ties) <= 4 * k:
-                part = np.union1d(part, ties)
-    else:
-        part = np.arange(len(values))
-    return part[np.lexsort((part, -values[part]))]
-
-
 def _fuzzy(query: str, rows: list[dict | None]) -> np.ndarray:
     """rapidfuzz partial-ratio of the query against each short-listed note (typo tolerance)."""
     from rapidfuzz import fuzz
@@ -436,85 +422,8 @@ def _hit(snap: Snapshot, row: dict[str, Any], parts: dict[str, float], final: fl
                policy=hindsight.hit_policy(row))
 
 
-_NEIGHBOURS = ((-2, 0.5), (-1, 1.0), (1, 1.0), (2, 0.5))  # (offset in the episode, share of relevance)
-_CONTIGUITY_SOURCES = 100
 _FEEDBACK_SHORTLIST = 2  # feedback candidates whose idf is looked up, per term kept
 _MEMO_TERMS = 4096       # memories whose terms a snapshot keeps for feedback
-
-
-def _episode_order(snap: Snapshot) -> tuple[np.ndarray, np.ndarray]:
-    """Documents sorted by (episode, time) and each document's place in that order (memoised)."""
-    found = snap.memo.get("episode_order")
-    if found is None:
-        order = np.lexsort((snap.ts, snap.codes["episode"]))
-        place = np.empty(len(order), dtype=np.int64)
-        place[order] = np.arange(len(order))
-        found = snap.memo["episode_order"] = (order, place)
-    return found
-
-
-def _contiguity(snap: Snapshot, docs: np.ndarray, relevance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Relevance lent to the neighbours written just before and after a relevant memory in the
-    same episode (session), as recalling an event brings back what surrounded it.
-
-    Returns (neighbour documents, the relevance each is lent: the most any neighbour lends).
-    """
-    empty = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-    no_episode = snap.code("episode", "")
-    if len(snap.vocab["episode"]) <= (1 if no_episode >= 0 else 0):
-        return empty  # no memory names an episode
-    best = _top(relevance, _CONTIGUITY_SOURCES)
-    src, value = docs[best], relevance[best]
-    episode = snap.codes["episode"]
-    order, place = _episode_order(snap)
-    near_all, lent_all = [], []
-    for offset, share in _NEIGHBOURS:
-        at = place[src] + offset
-        inside = (at >= 0) & (at < len(order))
-        near, origin = order[at[inside]], src[inside]
-        same = (episode[near] == episode[origin]) & (episode[origin] != no_episode) & (value[inside] > 0)
-        near_all.append(near[same])
-        lent_all.append(value[inside][same] * share)
-    near, lent = np.concatenate(near_all), np.concatenate(lent_all)
-    if not len(near):
-        return empty
-    order_by = np.lexsort((-lent, near))  # per neighbour, the largest loan first
-    near, lent = near[order_by], lent[order_by]
-    first = np.ones(len(near), dtype=bool)
-    first[1:] = near[1:] != near[:-1]
-    return near[first], lent[first]
-
-
-def _episode_lengths(snap: Snapshot, visible: np.ndarray) -> tuple[np.ndarray, float, int]:
-    """Each episode's summed length over its visible memories, the mean over episodes with text, and
-    their number (memoised per snapshot and mask); the no-episode group has length 0."""
-    key = ("episode_lengths", id(visible))  # the mask lives in the same memo: its id stays its own
-    found = snap.memo.get(key)
-    if found is None:
-        lengths = np.bincount(snap.codes["episode"], weights=snap.doclen * visible, minlength=len(snap.vocab["episode"]))
-        no_episode = snap.code("episode", "")
-        if no_episode >= 0:
-            lengths[no_episode] = 0.0
-        filled = int(np.count_nonzero(lengths))
-        found = snap.memo[key] = (lengths, float(lengths.sum()) / max(filled, 1), filled)
-    return found
-
-
-def _episode_relevance(snap: Snapshot, visible: np.ndarray, docs: np.ndarray,
-                       lists: list[tuple[str, np.ndarray, np.ndarray]], cfg: dict) -> np.ndarray:
-    """How relevant each candidate's whole episode (session) is: BM25 of the query over the episode's
-    visible memories taken as one text, scaled so the best episode is 1; 0 for memories that name
-    no episode. An episode whose memories share the query's words between them rises together."""
-    lengths, avg_len, filled = _episode_lengths(snap, visible)
-    if not filled or not lists:
-        return np.zeros(len(docs), dtype=np.float32)
-    codes = snap.codes["episode"]
-    totals = np.zeros(len(lengths))
-    for _, term_docs, tf in lists:
-        seen = visible[term_docs]
-        totals += scoring.group_bm25(codes[term_docs[seen]], tf[seen], lengths, avg_len, filled,
-                                     cfg["bm25_k1"], cfg["bm25_b"])
-    return scoring.normalise(totals)[codes[docs]].astype(np.float32)
 
 
 def _feedback(snap: Snapshot, docs: np.ndarray, lexical: np.ndarray, terms: list[str], cfg: dict,
@@ -561,7 +470,7 @@ def _best_voters(snap: Snapshot, docs: np.ndarray, lexical: np.ndarray, n: int,
     """Indices of the n best candidates by lexical score, best first; among equal scores the newest,
     then the greatest id, so neither the choice nor the order depends on how the index happens to
     number its documents (two clones of one vault number theirs differently)."""
-    best = _top(lexical, n)
+    best = top_k(lexical, n)
     if not len(best):
         return best
     tied = np.flatnonzero(lexical >= lexical[best[-1]])

@@ -151,5 +151,20 @@ def fuse_rrf(channels: Mapping[str, np.ndarray], weights: Mapping[str, float], k
     return total if total is not None else np.zeros(0)
 
 
+def top_k(values: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k largest values, best first (ties keep index order). Values tied with the k-th
+    are all taken when they are few (up to 4k more), so which of them ranks is the caller's choice
+    (by id), not the index order's."""
+    if k < len(values):
+        part = np.argpartition(-values, k)[:k]
+        if k:
+            ties = np.flatnonzero(values == values[part].min())
+            if len(ties) <= 4 * k:
+                part = np.union1d(part, ties)
+    else:
+        part = np.arange(len(values))
+    return part[np.lexsort((part, -values[part]))]
+
+
 __all__ = ["MAX_SCORE", "SECONDS_PER_HOUR", "bm25", "decay", "decayed", "effective", "feedback_weights",
-           "fuse_rrf", "fuse_weighted", "group_bm25", "half_life_hours", "idf", "normalise", "strength"]
+           "fuse_rrf", "fuse_weighted", "group_bm25", "half_life_hours", "idf", "normalise", "strength", "top_k"]
