@@ -3,8 +3,8 @@
 tests/golden/ranking-baseline.json was written by this module (`python -m tests.test_ranking_guard`) from
 the ranking code before feedback, pins and per-note policy were added; every hit's title, its final,
 effective and decay numbers and each channel's value, as recall prints them, must come out the same.
-Written again once since, when exact ties came to be broken by id (greater, i.e. newer, first) instead of index
-row order, so that clones rank alike (issue 16): every query's hits and score sequence were checked identical
+Written again once since, when exact ties came to be broken by timestamp and path (newer, then greater, first)
+instead of index row order, so that clones rank alike (issue 16): every query's hits and score sequence were checked identical
 then, only the order within tied scores moved.
 """
 

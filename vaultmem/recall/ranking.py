@@ -356,9 +356,10 @@ def _hits(vault: Store, snap: Snapshot, q: Query, docs, channels, prior: hindsig
         wanted *= 4
     if scored is None:
         return None
-    # equal scores go by id, newest first, not by the index's row order: two clones of one vault
-    # indexed their notes in different orders and must answer alike
-    scored.sort(key=lambda item: (item[0], item[2]["id"]), reverse=True)
+    # equal scores go to the newer memory, then by path (the same file on every machine), never by
+    # the index's row order (two clones index their notes in different orders and must answer alike)
+    # nor by id (ids written within one millisecond are in random order)
+    scored.sort(key=lambda item: (item[0], item[2]["ts"], item[2]["path"]), reverse=True)
     hits = [_hit(snap, row, parts, total, prior, i, int(docs[i])) for total, _, row, parts, i in scored[:limit]]
     if not q.explain:
         return Hits(hits)
@@ -468,18 +469,19 @@ def _memory_terms(snap: Snapshot, wanted: np.ndarray, rows: Callable[..., dict |
 def _best_voters(snap: Snapshot, docs: np.ndarray, lexical: np.ndarray, n: int,
                  rows: Callable[..., dict | None]) -> np.ndarray:
     """Indices of the n best candidates by lexical score, best first; among equal scores the newest,
-    then the greatest id, so neither the choice nor the order depends on how the index happens to
-    number its documents (two clones of one vault number theirs differently)."""
+    then the greatest path, so neither the choice nor the order depends on how the index happens to
+    number its documents (two clones of one vault number theirs differently) or on ids' random bits."""
     best = top_k(lexical, n)
     if not len(best):
         return best
     tied = np.flatnonzero(lexical >= lexical[best[-1]])
     order = np.lexsort((-snap.ts[docs[tied]], -lexical[tied]))
     tied = tied[order]
-    if len(tied) <= 4 * n:  # the ids of a few rows: one lookup
+    if len(tied) <= 4 * n:  # the paths of a few rows: one lookup
         found = rows([int(d) for d in docs[tied]], snap.generation) or {}
-        ids = [found.get(int(d), {}).get("id", "") for d in docs[tied]]
-        tied = tied[sorted(range(len(tied)), key=lambda j: (-lexical[tied[j]], -snap.ts[docs[tied[j]]], _desc(ids[j])))]
+        paths = [found.get(int(d), {}).get("path", "") for d in docs[tied]]
+        tied = tied[sorted(range(len(tied)),
+                           key=lambda j: (-lexical[tied[j]], -snap.ts[docs[tied[j]]], _desc(paths[j])))]
     best = tied[:n]
     return best[lexical[best] > 0]
 
