@@ -116,6 +116,12 @@ reinforcement:
   reward: 0.5             # strength added per recorded use
   max_reward: 5.0         # cap of that bonus
 
+consolidate:              # `vaultmem consolidate`: repeated events or choices become one note (lifecycle/consolidate.py)
+  min_repeats: 3          # notes a group needs before it is consolidated (--min)
+  types: [event, episode, choice, fact, preference]   # memory types that count as events or choices (fact: what a plain remember writes)
+  coverage: 0.5           # the terms a group's notes all hold (digits aside) must be at least this share of each one's terms
+  min_shared: 2           # ...and at least this many terms
+
 sync:                     # `vaultmem sync` and the pre-commit hook (`vaultmem hook install`)
   max_deletions: 50       # the hook refuses a commit that deletes more notes than this (a mass deletion)
 
@@ -143,6 +149,9 @@ _EITHER: dict[str, tuple[Any, ...]] = {"ranking.bm25_b": ("auto", 0.5)}
 # every other setting only needs its default's type
 _RULES: dict[str, tuple[str, Any]] = {
     "ranking.limit": ("a positive integer", lambda v: isinstance(v, int) and v >= 1),
+    "consolidate.min_repeats": ("an integer of 2 or more", lambda v: isinstance(v, int) and v >= 2),
+    "consolidate.min_shared": ("a positive integer", lambda v: isinstance(v, int) and v >= 1),
+    "consolidate.coverage": ("a number above 0, at most 1", lambda v: 0 < v <= 1),
     "ranking.fusion": ("weighted or rrf", lambda v: v in ("weighted", "rrf")),
     "ranking.lambda": ("fixed or adaptive", lambda v: v in ("fixed", "adaptive")),
     "ranking.adaptive_half_life_hours": ("two positive numbers of hours, least first",

@@ -171,3 +171,10 @@ class Vault(Store):
         from .recall.hindsight import lambda_estimate
 
         return lambda_estimate(self)
+
+    def consolidate(self, dry_run: bool = False, min_repeats: int | None = None):
+        """Turn repeated events or choices into one consolidated note each, linking its sources
+        (a lifecycle.consolidate.Report; dry_run lists the groups and writes nothing)."""
+        from .lifecycle.consolidate import consolidate
+
+        return consolidate(self, dry_run, min_repeats)

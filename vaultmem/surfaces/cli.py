@@ -773,3 +773,4 @@ def merge_driver(
 from . import cli_watch  # noqa: E402,F401 registers commands
 from . import cli_repair  # noqa: E402,F401 registers commands
 from . import cli_feedback  # noqa: E402,F401 registers commands
+from . import cli_consolidate  # noqa: E402,F401 registers commands
