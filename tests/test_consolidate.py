@@ -172,3 +172,32 @@ def test_cli_consolidate(vault):
     again = runner.invoke(app, ["consolidate", "--dry-run", "--vault", str(vault.root)])
     assert again.exit_code == 0 and "unchanged" in again.output
     assert runner.invoke(app, ["consolidate", "--min", "1", "--vault", str(vault.root)]).exit_code == 2
+
+
+def test_the_same_choice_of_two_people_is_no_repetition(vault):
+    vault.add_entity("Alice")
+    vault.add_entity("Bob")
+    _write(vault, ["Alice prefers window seats", "Bob prefers window seats", "Alice prefers window seats on trains"])
+    assert vault.consolidate(dry_run=True, min_repeats=2).groups[0].ids.__len__() == 2
+    assert vault.consolidate(dry_run=True).groups == []
+
+
+def test_chinese_repeats_group_by_their_bigrams():
+    texts = ["今天点了燕麦拿铁", "又点了燕麦拿铁", "早上点了燕麦拿铁"]
+    assert [m for m, _ in group_gists(_gists(texts), 0.5, 2)] == [[0, 1, 2]]
+    assert group_gists(_gists(["今天点了燕麦拿铁", "明天去北京开会", "周末在家看电影"]), 0.5, 2) == []
+
+
+def test_the_note_names_what_repeats(vault):
+    _write(vault, OAT)
+    body = parse_note((vault.root / vault.consolidate().groups[0].note["path"]).read_bytes()).body
+    assert body.splitlines()[0] == "Ordered oat milk (recurring)"
+    assert "For example: Ordered an oat milk cappuccino" in body
+
+
+def test_entity_names_do_not_make_a_core(vault):
+    vault.add_entity("David Scott")
+    _write(vault, ["David Scott prefers Slack over email, especially for the partial interview",
+                   "David Scott prefers metric units, especially for the weekly milestone",
+                   "David Scott prefers tables for comparisons, especially for the permanent migration"])
+    assert vault.consolidate(dry_run=True).groups == []

@@ -118,7 +118,7 @@ reinforcement:
 
 consolidate:              # `vaultmem consolidate`: repeated events or choices become one note (lifecycle/consolidate.py)
   min_repeats: 3          # notes a group needs before it is consolidated (--min)
-  types: [event, episode, choice, fact, preference]   # memory types that count as events or choices (fact: what a plain remember writes)
+  types: [event, episode, meeting, choice, decision, preference, fact]   # memory types that count as events or choices (fact: what a plain remember writes)
   coverage: 0.5           # the terms a group's notes all hold (digits aside) must be at least this share of each one's terms
   min_shared: 2           # ...and at least this many terms
 

@@ -3,8 +3,9 @@ links its sources, with no LLM.
 
 Candidates: active memory notes of the types in `consolidate.types` (events, episodes, choices and the
 untyped `fact` every plain remember writes), not written by consolidation itself.
-Grouping (pure, `group_gists`): a note's gist is the set of its index terms (text/terms.py: stemmed,
-stopwords out) without digits, so the dates and amounts of each occurrence do not count. A group is
+Grouping (pure, `group_gists`): notes group only within one scope, the namespace and the entities
+they link to (the same choice by two people is no repetition). A note's gist is the set of its index terms (text/terms.py: stemmed,
+stopwords out; of Chinese text its 2-grams) without digits, so the dates and amounts of each occurrence do not count. A group is
 its core, a set of terms that every member holds whole and that is at least `coverage` (0.5) of each
 member's own terms, `min_shared` (2) terms or more: "ordered an oat milk latte", "ordered oat milk
 flat white" and "ordered an oat milk cappuccino" share {order, oat, milk}. Notes are taken oldest
@@ -31,6 +32,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import re
 import time
 from collections import Counter
 from collections.abc import Iterable
@@ -48,6 +50,8 @@ SOURCE = "consolidation"
 _LINK_HEADER = "Sources:"
 _EVENT = b'"event":"consolidate"'
 _CONFIDENCE_CAP = 0.95
+_CJK_FIRST = "\u2e80"  # where CJK scripts begin
+_WORDS = re.compile(r"\w+(?:[-.']\w+)*")
 
 
 @dataclass
@@ -99,9 +103,29 @@ class Report:
 
 
 # -- the pure half ----------------------------------------------------------------------------------
-def gist(plain: str) -> frozenset[str]:
-    """The terms a repeated event is recognised by: a text's index terms without those holding digits."""
-    return frozenset(t for t in text.terms(plain) if not any(c.isdigit() for c in t))
+def gist(plain: str, names: Iterable[str] = ()) -> frozenset[str]:
+    """The terms a repeated event is recognised by: a text's index terms but those holding digits, single
+    characters and the words of the entity names given (the scope holds those), and of Chinese (CJK)
+    text its 2-grams only (its 3-grams would count each shared phrase twice)."""
+    named = {t for name in names for t in text.terms(name)}
+    return frozenset(t for t in text.terms(plain) if len(t) > 1 and t not in named
+                     and not any(c.isdigit() for c in t) and not (len(t) == 3 and t[0] >= _CJK_FIRST))
+
+
+def phrase(body: str, core: Iterable[str]) -> str:
+    """The words of a text that make a group's core, in the text's order ("Ordered oat milk" of
+    "Ordered an oat milk latte at Blue Bottle" and the core {order, oat, milk}); CJK runs keep the
+    characters a core 2-gram covers."""
+    core = set(core)
+    kept = []
+    for word in _WORDS.findall(text.shown_text(body)):
+        folded = text.normalize(word)
+        if any(c >= _CJK_FIRST for c in folded):
+            covered = [any(folded[j:j + 2] in core for j in (i - 1, i) if j >= 0) for i in range(len(folded))]
+            kept.extend(part for part in "".join(w if c else " " for w, c in zip(word, covered)).split())
+        elif core & set(text.terms(word)):
+            kept.append(word)
+    return " ".join(kept)
 
 
 def confidence(count: int, days: int) -> float:
@@ -198,7 +222,7 @@ def consolidate(vault: Store, dry_run: bool = False, min_repeats: int | None = N
     with vault.index.writing():
         vault.index.catch_up()
         rows = _candidates(vault, cfg["types"])
-        gists = [(r["namespace"], gist(text.plain_text(r["body"]))) for r in rows]
+        gists = [(_scope(r), gist(text.plain_text(r["body"]), r["links"])) for r in rows]
         report = Report(dry_run, len(rows))
         existing = _consolidated(vault)
         recorded = _recorded(vault)
@@ -219,13 +243,19 @@ def _candidates(vault: Store, types: list[str]) -> list[dict[str, Any]]:
     return vault.index.select_notes(
         f"kind = 'memory' AND (status = 'active' OR status = '' OR status IS NULL) AND source != ? "
         f"AND type IN ({marks}) AND error = ''", (SOURCE, *types), order="ts, id",
-        columns=("id", "path", "title", "ts", "score", "namespace", "tags", "body"))
+        columns=("id", "path", "title", "ts", "score", "namespace", "tags", "links", "body"))
+
+
+def _scope(row: dict[str, Any]) -> str:
+    """What a group's members must share besides their terms: the namespace and the entities they
+    link to (the same choice of two people is no repetition)."""
+    return "|".join([row["namespace"], *sorted({text.normalize(link) for link in row["links"]})])
 
 
 def _group(rows: list[dict[str, Any]], core: frozenset[str]) -> Group:
     days = {dt.datetime.fromtimestamp(r["ts"], dt.timezone.utc).date() for r in rows}
     ordered = sorted(core)
-    key = f"{rows[0]['namespace']}:{' '.join(ordered)}"
+    key = f"{_scope(rows[0])}:{' '.join(ordered)}"
     return Group(key, rows[0]["namespace"], rows, ordered, confidence(len(rows), len(days)), len(days))
 
 
@@ -325,17 +355,21 @@ def _update(vault: Store, group: Group, note: dict[str, Any]) -> None:
 
 
 def _body(group: Group) -> str:
-    """`<the most typical source's text> (recurring)` and a link line per source."""
+    """`<the core's words> (recurring)`, the most typical source's text and a link line per source."""
     core = set(group.core)
 
     def typical(row: dict[str, Any]) -> tuple[float, int]:
-        terms = gist(text.plain_text(row["body"]))
+        terms = gist(text.plain_text(row["body"]), row["links"])
         return -len(core & terms) / max(len(core | terms), 1), len(row["body"])
 
-    said = text.shown_text(min(group.sources, key=typical)["body"])
+    example = min(group.sources, key=typical)
+    said = text.shown_text(example["body"])
     if len(said) > 200:
         said = said[:199].rstrip() + "…"
-    return "\n".join([f"{said} (recurring)", "", _LINK_HEADER, *(_link(s) for s in group.sources)])
+    names = [f"[[{link}]]" for link in example["links"]]
+    head = " ".join([*names, phrase(example["body"], core)]).strip()
+    return "\n".join([f"{head} (recurring)", "", f"For example: {said}", "", _LINK_HEADER,
+                      *(_link(s) for s in group.sources)])
 
 
 def _link(row: dict[str, Any]) -> str:
