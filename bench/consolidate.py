@@ -4,8 +4,11 @@
     python bench/consolidate.py --smoke            # 1,000 notes: CI
 
 The vault is bench/_synth.py's (memories of every type, ~200 entities, a year of timestamps) plus
-planted groups: 1% of N notes in groups of 3 to 5 ("<verb> <marker> <noun>" and one or two detail
-words of a pool, a day or more apart; each group has a pseudo-word marker of its own). The index is
+planted groups: 1% of N notes in groups of 3 to 5, a day or more apart: "<verb> the <name> <noun>
+<detail>", where each group has a two-word pseudo-name of its own ("the Kalo Miru court"), verbs and
+nouns come from pools of 8 and the detail is one of 8 ("again", "after work", ...) per note. Two
+groups then share at most their verb, noun and a detail: different things done alike, which must not
+merge (`mixed`), while the notes of one group differ in their detail, which must not split them. The index is
 built first (not timed here: bench/recall.py times it).
 
 Figures (JSON keys): `dry_run_s` (consolidate --dry-run), `consolidate_s` (the run that writes),
@@ -40,11 +43,12 @@ _SYLLABLES = ["ka", "lo", "mi", "ru", "te", "zo", "vi", "ne", "pa", "su", "do", 
 
 
 def _marker(r: random.Random, taken: set[str]) -> str:
+    """A two-word pseudo-name no other group has (neither word)."""
     while True:
-        word = "".join(r.choice(_SYLLABLES) for _ in range(4))
-        if word not in taken:
-            taken.add(word)
-            return word
+        words = ["".join(r.choice(_SYLLABLES) for _ in range(3)).capitalize() for _ in range(2)]
+        if not taken.intersection(words) and words[0] != words[1]:
+            taken.update(words)
+            return " ".join(words)
 
 
 def plant(vault: Vault, n_notes: int, seed: int) -> dict[str, list[str]]:
@@ -60,13 +64,13 @@ def plant(vault: Vault, n_notes: int, seed: int) -> dict[str, list[str]]:
         start = end_ms - r.randint(30, 300) * 86_400_000
         for k in range(size):
             ms = start + k * r.randint(1, 9) * 86_400_000
-            details = " ".join(r.sample(_DETAILS, r.randint(1, 2)))
+            details = r.choice(_DETAILS)
             note_id = _ulid(ms, r.getrandbits(80))
             body = f"{verb.capitalize()} the {marker} {noun} {details}"
             stamp = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(ms / 1000))
             text = (f"---\nid: {note_id}\ntype: event\nscore: 5.0\ntimestamp: {stamp}\ntags: []\nsource: hermes\n"
                     f"lifecycle: event\ntrust: agent\nstatus: active\nnamespace: shared\n---\n{body}\n")
-            (vault.folders["memories"] / f"{marker} {k}.md").write_text(text, encoding="utf-8")
+            (vault.folders["memories"] / f"{marker} {noun} {k}.md").write_text(text, encoding="utf-8")
             groups.setdefault(marker, []).append(note_id)
         planted += size
     return groups

@@ -201,3 +201,17 @@ def test_entity_names_do_not_make_a_core(vault):
                    "David Scott prefers metric units, especially for the weekly milestone",
                    "David Scott prefers tables for comparisons, especially for the permanent migration"])
     assert vault.consolidate(dry_run=True).groups == []
+
+
+def test_a_detail_the_first_two_share_does_not_shut_the_others_out():
+    # in a vault, "with friends" is common and "Dovipa" is not: the core drops the detail, keeps the name
+    common = ["Dinner with friends", "Called friends", "Hiked with friends"]
+    texts = [*common, "Painted the Dovipa fence with friends", "Painted the Dovipa fence with friends downtown",
+             "Painted the Dovipa fence today", "Painted the Dovipa fence early"]
+    assert group_gists(_gists(texts), 0.5, 2) == [([3, 4, 5, 6], frozenset({"paint", "dovipa", "fenc"}))]
+
+
+def test_a_core_never_sheds_its_most_specific_word():
+    texts = ["Watched the Vizone bicycle race with friends", "Watched the Vizone bicycle race with friends",
+             "Watched the Sudopa bicycle race with friends"]
+    assert [m for m, _ in group_gists(_gists(texts), 0.5, 2)] == [[0, 1]]

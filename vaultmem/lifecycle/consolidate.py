@@ -10,7 +10,8 @@ its core, a set of terms that every member holds whole and that is at least `cov
 member's own terms, `min_shared` (2) terms or more: "ordered an oat milk latte", "ordered oat milk
 flat white" and "ordered an oat milk cappuccino" share {order, oat, milk}. Notes are taken oldest
 first: one joins the group with the largest core it qualifies for, else it pairs with an earlier loose
-note whose shared terms qualify for both (a new group). Every member holding the whole core keeps a
+note whose shared terms qualify for both (a new group); a group's core may shrink to take a note in,
+while it still qualifies for every member. Every member holding the whole core keeps a
 group from chaining unrelated notes (A like B, B like C, A unlike C), and the coverage keeps a long
 note that merely names two of the words out ("bought oat milk at the store" is not an order). Loose
 notes are found by prefix filtering (a set holding half of another holds one of its rarest half), so
@@ -156,51 +157,78 @@ def _covers(core: frozenset[str], terms: frozenset[str], coverage: float, min_sh
 
 def group_gists(gists: list[tuple[str, frozenset[str]]], coverage: float,
                 min_shared: int) -> list[tuple[list[int], frozenset[str]]]:
-    """Group (namespace, gist) pairs given oldest first; returns (member positions, core) of every group
+    """Group (scope, gist) pairs given oldest first; returns (member positions, core) of every group
     of two or more, in order of their first member.
 
     A group is its core: every member holds every term of it, and it is at least `coverage` of each
     member's terms (and `min_shared` terms or more). A note joins the group with the largest core it
-    qualifies for; else it is paired with the earlier loose note sharing the most terms with it, if
-    their shared terms qualify for both (a new group, which earlier loose notes holding its core join
-    too); else it stays loose.
+    holds whole; else the group whose core, cut down to the terms the note shares, still qualifies for
+    every member (the core shrinks: two first members that happened to share a detail do not shut the
+    others out); else it pairs with the earlier loose note sharing the most terms with it, if those
+    qualify for both (a new group, which earlier loose notes holding its core join too); else it stays
+    loose.
     """
     df = Counter(t for _, g in gists for t in g)
     cores: list[frozenset[str]] = []
     members: list[list[int]] = []
-    groups_by_term: dict[tuple[str, str], list[int]] = {}  # (namespace, the core's rarest term) -> groups
-    loose_by_term: dict[tuple[str, str], list[int]] = {}  # (namespace, a prefix term) -> loose notes
+    widest: list[int] = []  # the most terms of any member: a shrunk core must still cover that one
+    groups_by_term: dict[tuple[str, str], list[int]] = {}  # (scope, a term of the core's prefix) -> groups
+    loose_by_term: dict[tuple[str, str], list[int]] = {}  # (scope, a prefix term) -> loose notes
     placed: set[int] = set()
-    for position, (namespace, terms) in enumerate(gists):
+
+    def index_group(g: int, scope: str) -> None:
+        for term in _prefix(_rarest_first(cores[g], df), coverage):
+            listed = groups_by_term.setdefault((scope, term), [])
+            if g not in listed:
+                listed.append(g)
+
+    def join(g: int, position: int, core: frozenset[str], scope: str) -> None:
+        members[g].append(position)
+        widest[g] = max(widest[g], len(gists[position][1]))
+        placed.add(position)
+        if core != cores[g]:
+            cores[g] = core
+            index_group(g, scope)
+
+    for position, (scope, terms) in enumerate(gists):
         if len(terms) < min_shared:
             continue
         ordered = _rarest_first(terms, df)
-        fits = [g for t in ordered for g in groups_by_term.get((namespace, t), ())
-                if _covers(cores[g], terms, coverage, min_shared)]
-        if fits:
-            best = max(fits, key=lambda g: (len(cores[g]), -g))
-            members[best].append(position)
-            placed.add(position)
+        near = list(dict.fromkeys(g for t in ordered for g in groups_by_term.get((scope, t), ())))
+        whole = [g for g in near if _covers(cores[g], terms, coverage, min_shared)]
+        if whole:
+            best = max(whole, key=lambda g: (len(cores[g]), -g))
+            join(best, position, cores[best], scope)
             continue
-        loose = list(dict.fromkeys(p for t in _prefix(ordered, coverage) for p in loose_by_term.get((namespace, t), ())
+        # a shrink keeps the core's rarest term, its most specific word: a group may lose a detail
+        # its first members happened to share, never what it is about
+        fit = [g for g in near if _rarest_first(cores[g], df)[0] in terms
+               and len(terms & cores[g]) >= max(min_shared, coverage * max(widest[g], len(terms)))]
+        if fit:
+            best = max(fit, key=lambda g: (len(terms & cores[g]), -g))
+            join(best, position, cores[best] & terms, scope)
+            continue
+        loose = list(dict.fromkeys(p for t in _prefix(ordered, coverage) for p in loose_by_term.get((scope, t), ())
                                    if p not in placed))
-        pairs = [(len(terms & gists[p][1]), -p) for p in loose]
-        shared = [(n, -q) for n, q in pairs if n >= min_shared]
-        core = frozenset()
-        for _, other in sorted(shared, reverse=True):
+        shared = sorted(((len(terms & gists[p][1]), p) for p in loose), key=lambda x: (-x[0], x[1]))
+        core: frozenset[str] = frozenset()
+        for count, other in shared:
             both = terms & gists[other][1]
-            if _covers(both, terms, coverage, min_shared) and _covers(both, gists[other][1], coverage, min_shared):
+            if count >= min_shared and _covers(both, terms, coverage, min_shared) \
+                    and _covers(both, gists[other][1], coverage, min_shared):
                 core = both
                 break
         if not core:
             for term in _prefix(ordered, coverage):
-                loose_by_term.setdefault((namespace, term), []).append(position)
+                loose_by_term.setdefault((scope, term), []).append(position)
             continue
         joined = sorted(p for p in loose if _covers(core, gists[p][1], coverage, min_shared))
         cores.append(core)
-        members.append([*joined, position])
-        placed.update(members[-1])
-        groups_by_term.setdefault((namespace, _rarest_first(core, df)[0]), []).append(len(cores) - 1)
+        members.append([])
+        widest.append(0)
+        for p in [*joined, position]:
+            join(len(cores) - 1, p, core, scope)
+        index_group(len(cores) - 1, scope)
     return [(m, cores[g]) for g, m in enumerate(members)]
 
 
