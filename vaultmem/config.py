@@ -122,6 +122,10 @@ consolidate:              # `vaultmem consolidate`: repeated events or choices b
   coverage: 0.5           # the terms a group's notes all hold (digits aside) must be at least this share of each one's terms
   min_shared: 2           # ...and at least this many terms
 
+working_set:              # long-lived processes (MCP server, Hermes provider): a hot LRU of the memories they wrote or used
+  size: 2048              # memories kept; the least recently written or used leave first (recall/workingset.py)
+  weight: 0.1             # recall's `working` channel: a candidate in the set gains this (a prior, like strength)
+
 sync:                     # `vaultmem sync` and the pre-commit hook (`vaultmem hook install`)
   max_deletions: 50       # the hook refuses a commit that deletes more notes than this (a mass deletion)
 
@@ -149,6 +153,7 @@ _EITHER: dict[str, tuple[Any, ...]] = {"ranking.bm25_b": ("auto", 0.5)}
 # every other setting only needs its default's type
 _RULES: dict[str, tuple[str, Any]] = {
     "ranking.limit": ("a positive integer", lambda v: isinstance(v, int) and v >= 1),
+    "working_set.size": ("a positive integer", lambda v: isinstance(v, int) and v >= 1),
     "consolidate.min_repeats": ("an integer of 2 or more", lambda v: isinstance(v, int) and v >= 2),
     "consolidate.min_shared": ("a positive integer", lambda v: isinstance(v, int) and v >= 1),
     "consolidate.coverage": ("a number above 0, at most 1", lambda v: 0 < v <= 1),
@@ -163,7 +168,7 @@ _RULES: dict[str, tuple[str, Any]] = {
     "ranking.bm25_b": ("a number from 0 to 1, or auto", lambda v: v == "auto" if isinstance(v, str) else 0 <= v <= 1),
     **dict.fromkeys(["write.merge_bonus", "write.reinforce_hours", "ranking.rrf_k", "ranking.bm25_k1", "reinforcement.reward",
                      "reinforcement.max_reward", "index.compact_ratio", "ranking.feedback_scale",
-                     "ranking.feedback_max_weight"], _NOT_NEGATIVE),
+                     "ranking.feedback_max_weight", "working_set.weight"], _NOT_NEGATIVE),
     "half_life_hours.*": ("a number of 0 or more, or null", lambda v: v >= 0),
     "defaults.score": ("a number from 0 to 10", lambda v: 0 <= v <= 10),
 }
