@@ -165,3 +165,13 @@ def test_the_mcp_server_and_hermes_provider_keep_a_working_set(vault, tmp_path, 
     provider = VaultmemProvider()
     provider.initialize("s1", hermes_home=str(home), platform="cli", agent_context="primary")
     assert provider._vault.working_set is not None
+
+
+def test_a_peek_promotes_nothing(vault):
+    ws = vault.use_working_set(8)
+    made = vault.remember("Ordered an oat milk latte", source="hermes")
+    ws.demote([made.id])
+    vault.recall("oat milk", record_access=False)
+    assert made.id not in ws
+    vault.recall("oat milk")
+    assert ws.ids() == [made.id]

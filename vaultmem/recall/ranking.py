@@ -138,17 +138,17 @@ def recall(vault: Store, query: Query) -> Hits:
     record = vault.config["reinforcement"]["record_access"] if query.record_access is None else query.record_access
     if record and hits:
         vault.record_access([h.id for h in hits], now)
-    if hot is not None:
-        hot.promote(Entry(h.id, h.path, h.title) for h in reversed(hits))  # the best hit ends most recent
+    if hot is not None and record:  # hits recorded as uses are used: the best one ends most recent
+        hot.promote(Entry(h.id, h.path, h.title) for h in reversed(hits))
     return hits
 
 
 def _docs_of(vault: Store, ids: list[str]) -> dict[str, int]:
     """The index document of each of these memory ids that the index has."""
     marks = ", ".join("?" * len(ids))
-    rows = vault.index.select_notes(f"kind = 'memory' AND id IN ({marks})", tuple(ids), order="doc",
-                                    columns=("id", "doc"))
-    return {r["id"]: int(r["doc"]) for r in rows}
+    # by id alone: with `kind = ...` too, SQLite walks the kind index over every memory
+    rows = vault.index.select_notes(f"id IN ({marks})", tuple(ids), order="doc", columns=("id", "doc", "kind"))
+    return {r["id"]: int(r["doc"]) for r in rows if r["kind"] == "memory"}
 
 
 # How far the memories' lengths (in terms) spread, 0..1: 0 while their coefficient of variation is

@@ -2,7 +2,8 @@
 server, the Hermes provider) wrote or used lately, which answers first.
 
 Promotion: a memory enters, or moves to the front, when this process writes it (remember: created,
-merged or unchanged), recalls it (each hit returned) or reads it (get, markdown).
+merged or unchanged), recalls it (each hit a recall records as a use: reinforcement.record_access;
+a peek with record_access=False promotes nothing) or reads it (get, markdown, resolve).
 Demotion: the least recently promoted leaves when the set is full (`working_set.size`, 2,048); a
 memory whose file is gone or changed leaves at the lookup that finds it so; one whose index row is
 gone (deleted, moved out of the index) leaves at the next recall.
@@ -52,6 +53,7 @@ class WorkingSet:
         self._lock = threading.Lock()
         self._entries: OrderedDict[str, Entry] = OrderedDict()
         self._titles: dict[str, str] = {}  # casefolded title -> id
+        self._known: tuple[list[str], np.ndarray] | None = None  # (ids, docs) of the entries with a document
         self.evicted = 0  # memories that left by LRU (for stats)
 
     def __len__(self) -> int:
@@ -77,13 +79,17 @@ class WorkingSet:
                 old = self._entries.pop(entry.id, None)
                 if old is not None and entry.row is None and old.path == entry.path:
                     entry = old
-                elif old is not None:
-                    self._untitle(old)
+                else:
+                    if old is not None:
+                        self._untitle(old)
+                    if entry.doc >= 0 or (old is not None and old.doc >= 0):
+                        self._known = None
                 self._entries[entry.id] = entry
                 self._titles[entry.title.casefold()] = entry.id
             while len(self._entries) > self.capacity:
                 _, gone = self._entries.popitem(last=False)
                 self._untitle(gone)
+                self._known = None if gone.doc >= 0 else self._known
                 self.evicted += 1
 
     def demote(self, ids: Iterable[str]) -> None:
@@ -93,6 +99,7 @@ class WorkingSet:
                 gone = self._entries.pop(note_id, None)
                 if gone is not None:
                     self._untitle(gone)
+                    self._known = None if gone.doc >= 0 else self._known
 
     def lookup(self, ref: str, root: str) -> dict[str, Any] | None:
         """The index row of a hot memory named by id or title whose file is unchanged since its row was
@@ -119,24 +126,31 @@ class WorkingSet:
         self.promote([Entry(row["id"], row["path"], row["title"], dict(row), -1, (row["mtime_ns"], row["size"]))])
 
     def docs(self, live: np.ndarray, find: Callable[[list[str]], dict[str, int]]) -> np.ndarray:
-        """The index documents of the hot memories that are live in a snapshot: those not known (or
-        dead there: the note was indexed again) are looked up with `find` (ids -> doc), and a memory
-        the index no longer has is demoted."""
+        """The index documents of the hot memories that are live in a snapshot, sorted: those not known
+        (or dead there: the note was indexed again) are looked up with `find` (ids -> doc), and a memory
+        the index no longer has is demoted. The known documents are kept as an array between calls."""
         with self._lock:
-            known = {e.id: e.doc for e in self._entries.values()}
-        stale = [i for i, d in known.items() if d < 0 or d >= len(live) or not live[d]]
-        if stale:
-            found = find(stale)
-            with self._lock:
-                for note_id in stale:
-                    entry = self._entries.get(note_id)
-                    if entry is not None:
-                        entry.doc = found.get(note_id, -1)
-                        known[note_id] = entry.doc
-            self.demote([i for i in stale if i not in found])
-        docs = np.fromiter((d for d in known.values() if 0 <= d < len(live) and live[d]), dtype=np.int64)
-        docs.sort()
-        return docs
+            if self._known is None:
+                known = [(e.id, e.doc) for e in self._entries.values() if e.doc >= 0]
+                self._known = ([i for i, _ in known], np.array([d for _, d in known], dtype=np.int64))
+            ids, docs = self._known
+            unknown = [e.id for e in self._entries.values() if e.doc < 0]
+        alive = np.zeros(len(docs), dtype=bool)
+        inside = docs < len(live)
+        alive[inside] = live[docs[inside]]
+        stale = [*unknown, *(ids[i] for i in np.flatnonzero(~alive))]
+        if not stale:
+            return np.sort(docs)
+        found = find(stale)
+        with self._lock:
+            for note_id in stale:
+                entry = self._entries.get(note_id)
+                if entry is not None:
+                    entry.doc = found.get(note_id, -1)
+            self._known = None
+        self.demote([i for i in stale if i not in found])
+        fresh = np.array([d for i, d in found.items() if d < len(live) and live[d]], dtype=np.int64)
+        return np.union1d(docs[alive], fresh)
 
     def _untitle(self, entry: Entry) -> None:
         key = entry.title.casefold()
