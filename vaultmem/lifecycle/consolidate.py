@@ -348,17 +348,18 @@ def _decide(group: Group, existing: dict[str, dict[str, Any]], recorded: dict[st
 
 
 def _write(vault: Store, group: Group, existing: dict[str, dict[str, Any]], now: float | None) -> None:
+    """Create or update the group's note, then record the consolidation in this device's log."""
     if group.action == "create":
-        _create(vault, group, now)
+        note = _create(vault, group)
     else:
-        _update(vault, group, existing[next(i for i in group.ids if i in existing)])
+        note = existing[next(i for i in group.ids if i in existing)]
+        _update(vault, group, note)
     stamp = time.time() if now is None else now
-    assert group.note is not None
-    append_events(vault.device_dir, "events", [{"event": "consolidate", "id": group.note["id"], "key": group.key,
+    append_events(vault.device_dir, "events", [{"event": "consolidate", "id": note["id"], "key": group.key,
                                                 "sources": group.ids, "ts": stamp}], stamp)
 
 
-def _create(vault: Store, group: Group, now: float | None) -> None:
+def _create(vault: Store, group: Group) -> dict[str, str]:
     """Write the note through the write pipeline, then set its consolidates and confidence."""
     from ..write.pipeline import remember
 
@@ -368,8 +369,11 @@ def _create(vault: Store, group: Group, now: float | None) -> None:
     result = remember(vault, _body(group), source=SOURCE, type="preference", lifecycle="preference",
                       tags=[*tags, "consolidated"], score=score, namespace=group.namespace)
     group.note = {"id": result.id, "path": result.path, "title": result.title}
-    group.action = "create" if result.action == "created" else result.action
-    _edit(vault, group.note, {"consolidates": group.ids, "confidence": group.confidence})
+    if result.action != "created":  # the pipeline found it said already (a near duplicate): not ours to mark
+        group.action, group.reason = "skip", f"the write pipeline {result.action} it into {result.path}"
+    else:
+        _edit(vault, group.note, {"consolidates": group.ids, "confidence": group.confidence})
+    return group.note
 
 
 def _update(vault: Store, group: Group, note: dict[str, Any]) -> None:
