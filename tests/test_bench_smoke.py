@@ -119,3 +119,17 @@ def test_watcher_benchmark_smoke_writes_every_figure(tmp_path):
     for key in ("save_to_recallable_p50_ms", "save_to_recallable_p99_ms", "cli_recall_watched_s",
                 "cli_recall_unwatched_s", "cli_recall_no_refresh_s", "import_floor_s"):
         assert isinstance(figures[key], (int, float)) and figures[key] > 0, key
+
+
+def test_consolidate_benchmark_smoke_writes_every_figure(tmp_path):
+    figures = smoke("consolidate.py", tmp_path / "consolidate.json")
+    for key in ("candidates", "groups", "planted", "planted_found", "mixed", "other_groups", "dry_run_s",
+                "consolidate_s", "again_s", "again_written"):
+        assert isinstance(figures[key], (int, float)), key
+
+
+def test_workingset_benchmark_smoke_writes_every_figure(tmp_path):
+    figures = smoke("workingset.py", tmp_path / "workingset.json")
+    for key in ("hot_mrr", "hot_mrr_without", "cold_mrr", "cold_mrr_without", "hot_top1", "cold_top1",
+                "lookup_us", "lookup_us_without", "recall_ms", "recall_ms_without"):
+        assert isinstance(figures[key], (int, float)), key
