@@ -52,7 +52,7 @@ class WorkingSet:
         self.capacity = capacity
         self._lock = threading.Lock()
         self._entries: OrderedDict[str, Entry] = OrderedDict()
-        self._titles: dict[str, str] = {}  # casefolded title -> id
+        self._titles: dict[str, str] = {}  # title (as the index matches it: exactly) -> id
         self._known: tuple[list[str], np.ndarray] | None = None  # (ids, docs) of the entries with a document
         self.evicted = 0  # memories that left by LRU (for stats)
 
@@ -85,7 +85,7 @@ class WorkingSet:
                     if entry.doc >= 0 or (old is not None and old.doc >= 0):
                         self._known = None
                 self._entries[entry.id] = entry
-                self._titles[entry.title.casefold()] = entry.id
+                self._titles[entry.title] = entry.id
             while len(self._entries) > self.capacity:
                 _, gone = self._entries.popitem(last=False)
                 self._untitle(gone)
@@ -105,7 +105,7 @@ class WorkingSet:
         """The index row of a hot memory named by id or title whose file is unchanged since its row was
         read, moved to the front; None (and the memory demoted if its file changed) otherwise."""
         with self._lock:
-            note_id = ref if ref in self._entries else self._titles.get(ref.casefold())
+            note_id = ref if ref in self._entries else self._titles.get(ref)
             entry = self._entries.get(note_id) if note_id else None
             if entry is None or entry.row is None:
                 return None
@@ -153,6 +153,6 @@ class WorkingSet:
         return np.union1d(docs[alive], fresh)
 
     def _untitle(self, entry: Entry) -> None:
-        key = entry.title.casefold()
+        key = entry.title
         if self._titles.get(key) == entry.id:
             del self._titles[key]
