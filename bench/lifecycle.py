@@ -16,7 +16,7 @@ vault: the work alone).
   written for the run into `memories/bench-lifecycle/` and indexed first; once by the CLI, once by
   the library (a second batch). Afterwards the archived copies, the day note lines and this run's
   device log are removed, so the cached vault stays as it was built.
-- consolidate_s: the slot `time_consolidate` (filled by the consolidation work; None until then).
+- consolidate_s: one `vaultmem consolidate --dry-run --json` process (CLI wall seconds).
 """
 
 from __future__ import annotations
@@ -43,10 +43,17 @@ DEVICE = "bench-lifecycle"
 RUNS = 3
 
 
-def time_consolidate(vault: Path, env: dict) -> float | None:
-    """Seconds of `vaultmem consolidate --dry-run` on the vault: the consolidation work fills this slot
-    (issue 17 item 7); None while there is no such command."""
-    return None
+def time_consolidate(vault: Path, env: dict) -> float:
+    """Wall seconds of one `vaultmem consolidate --dry-run --json` process on the vault (it finds every
+    group and writes nothing; exit 3 when it would write). bench/consolidate.py times the writing run
+    and checks the groups it finds against planted ones."""
+    start = time.perf_counter()
+    done = subprocess.run([*_cli_command()[0], "consolidate", "--dry-run", "--json", "--vault", str(vault)],
+                          capture_output=True, text=True, env=env, timeout=600)
+    took = time.perf_counter() - start
+    if done.returncode not in (0, 3):
+        raise SystemExit(f"consolidate --dry-run failed: {done.stderr[-2000:]}")
+    return round(took, 3)
 
 
 def time_gc(vault: Path, env: dict, runs: int) -> dict:

@@ -135,4 +135,18 @@ def test_lifecycle_benchmark_smoke_times_gc_and_forget(tmp_path):
     for key in ("gc_dry_run_cli_s", "gc_dry_run_s", "forget_tag_cli_s", "forget_tag_s"):
         assert isinstance(figures[key], float) and figures[key] > 0, key
     assert figures["forget_cli_archived"] == figures["forget_lib_archived"] == figures["forgotten"]
-    assert "consolidate_s" in figures
+    assert isinstance(figures["consolidate_s"], float) and figures["consolidate_s"] > 0
+
+
+def test_consolidate_benchmark_smoke_writes_every_figure(tmp_path):
+    figures = smoke("consolidate.py", tmp_path / "consolidate.json")
+    for key in ("candidates", "groups", "planted", "planted_found", "mixed", "other_groups", "dry_run_s",
+                "consolidate_s", "again_s", "again_written"):
+        assert isinstance(figures[key], (int, float)), key
+
+
+def test_workingset_benchmark_smoke_writes_every_figure(tmp_path):
+    figures = smoke("workingset.py", tmp_path / "workingset.json")
+    for key in ("hot_mrr", "hot_mrr_without", "cold_mrr", "cold_mrr_without", "hot_top1", "cold_top1",
+                "lookup_us", "lookup_us_without", "recall_ms", "recall_ms_without"):
+        assert isinstance(figures[key], (int, float)), key

@@ -120,6 +120,16 @@ gc:                       # `vaultmem gc`: what it archives (never a pinned note
   threshold: 0.5          # a memory whose effective score (0..10, the strength ranking uses: decayed, with uses and feedback) is below this
   unused_days: 90         # ...and that was neither written nor used (recalled) for this many days
 
+consolidate:              # `vaultmem consolidate`: repeated events or choices become one note (lifecycle/consolidate.py)
+  min_repeats: 3          # notes a group needs before it is consolidated (--min)
+  types: [event, episode, meeting, choice, decision, preference, fact]   # memory types that count as events or choices (fact: what a plain remember writes)
+  coverage: 0.5           # the terms a group's notes all hold (digits aside) must be at least this share of each one's terms
+  min_shared: 2           # ...and at least this many terms
+
+working_set:              # long-lived processes (MCP server, Hermes provider): a hot LRU of the memories they wrote or used
+  size: 2048              # memories kept; the least recently written or used leave first (recall/workingset.py)
+  weight: 0.1             # recall's `working` channel: a candidate in the set gains this (a prior, like strength)
+
 sync:                     # `vaultmem sync` and the pre-commit hook (`vaultmem hook install`)
   max_deletions: 50       # the hook refuses a commit that deletes more notes than this (a mass deletion)
 
@@ -147,6 +157,10 @@ _EITHER: dict[str, tuple[Any, ...]] = {"ranking.bm25_b": ("auto", 0.5)}
 # every other setting only needs its default's type
 _RULES: dict[str, tuple[str, Any]] = {
     "ranking.limit": ("a positive integer", lambda v: isinstance(v, int) and v >= 1),
+    "working_set.size": ("a positive integer", lambda v: isinstance(v, int) and v >= 1),
+    "consolidate.min_repeats": ("an integer of 2 or more", lambda v: isinstance(v, int) and v >= 2),
+    "consolidate.min_shared": ("a positive integer", lambda v: isinstance(v, int) and v >= 1),
+    "consolidate.coverage": ("a number above 0, at most 1", lambda v: 0 < v <= 1),
     "ranking.fusion": ("weighted or rrf", lambda v: v in ("weighted", "rrf")),
     "ranking.lambda": ("fixed or adaptive", lambda v: v in ("fixed", "adaptive")),
     "ranking.adaptive_half_life_hours": ("two positive numbers of hours, least first",
@@ -158,7 +172,8 @@ _RULES: dict[str, tuple[str, Any]] = {
     "ranking.bm25_b": ("a number from 0 to 1, or auto", lambda v: v == "auto" if isinstance(v, str) else 0 <= v <= 1),
     **dict.fromkeys(["write.merge_bonus", "write.reinforce_hours", "ranking.rrf_k", "ranking.bm25_k1", "reinforcement.reward",
                      "reinforcement.max_reward", "index.compact_ratio", "ranking.feedback_scale",
-                     "ranking.feedback_max_weight", "gc.threshold", "gc.unused_days"], _NOT_NEGATIVE),
+                     "ranking.feedback_max_weight", "gc.threshold", "gc.unused_days",
+                     "working_set.weight"], _NOT_NEGATIVE),
     "half_life_hours.*": ("a number of 0 or more, or null", lambda v: v >= 0),
     "defaults.score": ("a number from 0 to 10", lambda v: 0 <= v <= 10),
 }

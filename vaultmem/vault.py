@@ -22,14 +22,16 @@ class Vault(Store):
         Returns a WriteResult (action 'created', 'merged' or 'unchanged'; `explain` adds the why)."""
         from .write.pipeline import remember
 
-        return remember(self, text, explain=explain, **fields)
+        return self._hot(remember(self, text, explain=explain, **fields))
 
     def remember_many(self, items: Iterable[dict[str, Any]], progress: Callable[[int], None] | None = None,
                       *, explain: bool = False):
         """Store many memories (dicts with `text` and optional fields), crash-safe and idempotent."""
         from .write.pipeline import remember_many
 
-        return remember_many(self, items, progress, explain=explain)
+        results = remember_many(self, items, progress, explain=explain)
+        self._hot(*results)
+        return results
 
     def confirm(self, ref: str):
         """Promote a candidate memory from the inbox (status active, moved to memories/)."""
@@ -210,3 +212,38 @@ class Vault(Store):
 
         return gc(self, effective_strength(self), dry_run=dry_run, include_user=include_user,
                   include_permanent=include_permanent, now=now)
+
+
+    def consolidate(self, dry_run: bool = False, min_repeats: int | None = None):
+        """Turn repeated events or choices into one consolidated note each, linking its sources
+        (a lifecycle.consolidate.Report; dry_run lists the groups and writes nothing)."""
+        from .lifecycle.consolidate import consolidate
+
+        return consolidate(self, dry_run, min_repeats)
+
+    def use_working_set(self, size: int | None = None):
+        """Keep a working set for this long-lived process (size: `working_set.size`, 2,048): memories it
+        writes or uses answer exact lookups first and weigh in recall (recall/workingset.py). Returns it."""
+        from .recall.workingset import WorkingSet
+
+        self.working_set = WorkingSet(int(size or self.config["working_set"]["size"]))
+        return self.working_set
+
+    def resolve(self, ref: str) -> dict[str, Any]:
+        """The index row of a note named by id, vault path or title: from the working set when it holds
+        the memory unchanged, else from the index (see Store.resolve)."""
+        hot = self.working_set
+        row = hot.lookup(ref, str(self.root)) if hot is not None else None
+        if row is None:
+            row = super().resolve(ref)
+            if hot is not None and row["kind"] == "memory":
+                hot.remember_row(row)
+        return row
+
+    def _hot(self, *results: Any) -> Any:
+        """Promote what a write wrote into the working set, if any; returns the first result."""
+        if self.working_set is not None:
+            from .recall.workingset import Entry
+
+            self.working_set.promote(Entry(r.id, r.path, r.title) for r in results)
+        return results[0] if results else None

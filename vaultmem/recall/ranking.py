@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import episodic, hindsight
+from .workingset import Entry
 from ..text import scoring
 from ..text.scoring import top_k
 from ..text import terms as text
@@ -120,9 +121,14 @@ def recall(vault: Store, query: Query) -> Hits:
     limit = int(query.limit or cfg["limit"])
     now = time.time() if query.now is None else query.now
     vault.index.catch_up(wait=False)  # a clone, a pull, a copied note: seen without a full refresh
+    hot = vault.working_set  # a long-lived process's working set: the `working` channel (recall/workingset.py)
+    if hot is not None:
+        config = {**config, "ranking": {**cfg, "weights": {**cfg["weights"], "working": vault.config["working_set"]["weight"]}}}
+        cfg = config["ranking"]
     for _ in range(3):
         snap = vault.index.snapshot()
-        ranked = _rank(snap, query, config, now, vault.index.rows)
+        hot_docs = None if hot is None else hot.docs(snap.live, lambda ids: _docs_of(vault, ids))
+        ranked = _rank(snap, query, config, now, vault.index.rows, hot_docs)
         if ranked is None:
             return Hits()
         hits = _hits(vault, snap, query, *ranked, limit, cfg)
@@ -133,7 +139,17 @@ def recall(vault: Store, query: Query) -> Hits:
     record = vault.config["reinforcement"]["record_access"] if query.record_access is None else query.record_access
     if record and hits:
         vault.record_access([h.id for h in hits], now)
+    if hot is not None and record:  # hits recorded as uses are used: the best one ends most recent
+        hot.promote(Entry(h.id, h.path, h.title) for h in reversed(hits))
     return hits
+
+
+def _docs_of(vault: Store, ids: list[str]) -> dict[str, int]:
+    """The index document of each of these memory ids that the index has."""
+    marks = ", ".join("?" * len(ids))
+    # by id alone: with `kind = ...` too, SQLite walks the kind index over every memory
+    rows = vault.index.select_notes(f"id IN ({marks})", tuple(ids), order="doc", columns=("id", "doc", "kind"))
+    return {r["id"]: int(r["doc"]) for r in rows if r["kind"] == "memory"}
 
 
 # How far the memories' lengths (in terms) spread, 0..1: 0 while their coefficient of variation is
@@ -251,12 +267,14 @@ def _count(snap: Snapshot, lists: list[np.ndarray]) -> np.ndarray:
     return counts
 
 
-def _rank(snap: Snapshot, q: Query, config: dict, now: float, rows: Callable[..., dict | None]):
+def _rank(snap: Snapshot, q: Query, config: dict, now: float, rows: Callable[..., dict | None],
+          hot: np.ndarray | None = None):
     """Candidates with their channel values, effective strength and decay; None when nothing matches.
 
     Candidates come from the posting lists the query touches (never a pass over every note,
     except for a recall with neither text nor tags, which ranks every visible note by strength).
-    `rows` is Index.rows: feedback reads the text of the first pass's best memories.
+    `rows` is Index.rows: feedback reads the text of the first pass's best memories. `hot`: the
+    documents of a working set (a `working` channel), None without one.
     """
     cfg = config["ranking"]
     if cfg["bm25_b"] == "auto":
@@ -311,6 +329,8 @@ def _rank(snap: Snapshot, q: Query, config: dict, now: float, rows: Callable[...
         "question": _questions(snap)[docs],
         "strength": np.clip(prior.effective / scoring.MAX_SCORE, 0.0, 1.0),
     }
+    if hot is not None:  # only with a working set: a one-off process ranks (and explains) as before
+        channels["working"] = np.isin(docs, hot).astype(np.float32)
     return docs, channels, prior, unknown
 
 

@@ -119,6 +119,8 @@ class Store:
     """A memory vault on disk, without the public operations (see vault.Vault). Safe to share
     between threads; several processes may open the same vault."""
 
+    working_set: Any = None  # a long-lived process's recall.workingset.WorkingSet (Vault.use_working_set)
+
     def __init__(self, path: str | os.PathLike[str]):
         self.root = Path(path).expanduser().resolve()
         if not (self.root / STATE_DIR).is_dir():

@@ -573,3 +573,4 @@ from . import cli_feedback  # noqa: E402,F401 registers commands
 from . import cli_forget  # noqa: E402,F401 registers commands
 from . import cli_sync  # noqa: E402,F401 registers commands
 from . import cli_hermes  # noqa: E402,F401 registers commands
+from . import cli_consolidate  # noqa: E402,F401 registers commands

@@ -279,6 +279,8 @@ def build_server(vault: Any, default_source: str = DEFAULT_SOURCE, fresh: _Fresh
     server = MCPServer("vaultmem", title="vaultmem", version=__version__, instructions=INSTRUCTIONS,
                        log_level="WARNING")
     fresh = fresh or _Freshness(vault, REFRESH_INTERVAL_S)
+    if vault.working_set is None:  # a server lives long: what it wrote or used answers first
+        vault.use_working_set()
 
     def read() -> Any:
         fresh.poke()

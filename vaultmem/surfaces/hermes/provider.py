@@ -163,6 +163,7 @@ class VaultmemProvider:
         if self._vault is not None:  # initialised again: the vault named now replaces the old one
             self._vault.close()
         self._vault = Vault(choice.path) if exists else Vault.init(choice.path)
+        self._vault.use_working_set()  # the provider lives as long as the agent: its memories answer first
         self._budget = cfg.budget_of(self._settings())
         self._private = str(self._settings().get("namespace") or self._identity or SOURCE)
         self._shared = str(self._vault.config["defaults"]["namespace"])
