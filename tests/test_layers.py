@@ -63,3 +63,27 @@ def test_an_import_inside_a_function_counts(tmp_path):
     done = lint(root)
     assert done.returncode == 1, done.stdout
     assert "vaultmem.notes is not allowed to import vaultmem.write" in done.stdout
+
+
+def test_every_module_says_what_it_offers_in_all_and_each_name_is_there():
+    """Issue 15: `__all__` in every module, naming only what the module defines or imports."""
+    import ast
+    import importlib
+
+    package = Path(__file__).resolve().parent.parent / "vaultmem"
+    missing, wrong = [], []
+    for path in sorted(package.rglob("*.py")):
+        if path.name in ("__init__.py", "__main__.py"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        listed = [node for node in tree.body if isinstance(node, ast.Assign)
+                  and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)]
+        name = ".".join(path.relative_to(package.parent).with_suffix("").parts)
+        if not listed:
+            missing.append(name)
+            continue
+        if name.startswith("vaultmem.surfaces.mcp"):
+            continue  # imports the optional mcp extra
+        module = importlib.import_module(name)
+        wrong += [f"{name}.{n}" for n in module.__all__ if not hasattr(module, n)]
+    assert missing == [] and wrong == []

@@ -359,3 +359,6 @@ def _write_cache(cache: Path | None, key: list, config: dict[str, Any]) -> None:
 def _digest(key: list, config: dict[str, Any]) -> str:
     """What a whole cache entry for these settings holds; a damaged or foreign one differs."""
     return hashlib.blake2b(json.dumps([key, config]).encode("utf-8"), digest_size=16).hexdigest()
+
+
+__all__ = ["CONFIG_TEMPLATE", "MAX_CONFIG_BYTES", "defaults", "load_config"]

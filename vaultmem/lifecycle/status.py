@@ -121,3 +121,6 @@ def _move(vault: Store, row: dict[str, Any], role: str, status: str, action: str
 def _result(action: str, row: dict[str, Any], path: str, status: str) -> WriteResult:
     return WriteResult(action, row["id"], path, path.rpartition("/")[2][:-3], None, row["type"], row["value"],
                        row["score"], status, list(row["tags"]))
+
+
+__all__ = ["confirm", "forget", "restore"]

@@ -273,3 +273,7 @@ def _broken_links(vault: Store, rows: list[dict[str, Any]]) -> list[dict[str, st
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         names.update(link_key(f) for f in files)
     return [{"path": r["path"], "link": link} for r in rows for link in r["links"] if link_key(link) not in names]
+
+
+__all__ = ["DoctorReport", "EXPIRY_KEYS", "FIXES", "Memory", "doctor", "list_memories", "memory_from_row",
+           "read_meta", "stats", "tag_counts"]

@@ -188,3 +188,7 @@ def suppressed(rows: Rows, generation: int, docs: np.ndarray, lexical: np.ndarra
                           "rank_without_decay": rank[int(i)], "decay": round(float(decay[i]), 6),
                           "lexical": round(float(lexical[i]), 6)})
     return found
+
+
+__all__ = ["Prior", "Rows", "STRONG_LEXICAL", "hit_feedback", "hit_policy", "lambda_estimate", "note_decay",
+           "ranking_config", "suppressed"]

@@ -566,3 +566,6 @@ def _source_channel(snap: Snapshot, docs: np.ndarray, query_norm: str) -> np.nda
     named = [code for pattern, code in _source_names(snap) if query_norm and pattern.search(query_norm)]
     return np.isin(snap.codes["source"][docs], named).astype(np.float32) if named else np.zeros(len(docs), np.float32)
 
+
+__all__ = ["ALL_NAMESPACES", "HIDDEN_STATUSES", "Hit", "Hits", "Query", "SHARED", "effective_strength",
+           "length_b", "length_spread", "recall", "strength_prior", "visible_namespaces"]

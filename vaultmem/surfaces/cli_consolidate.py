@@ -52,3 +52,6 @@ def _print_groups(report) -> None:
             say(f"  - {source['path']}")
     if not report.groups:
         say(f"nothing to consolidate ({report.candidates} candidate notes)", style="good")
+
+
+__all__ = ["consolidate"]

@@ -112,3 +112,6 @@ def print_lambda(report: dict) -> None:
         shown = "-" if lam is None or not math.isfinite(lam) else f"{lam:.6f}"
         say(f"  pin    {ev['id']}  age={ev['age_hours'] or 0:.1f} h  ratio={ev['ratio'] or 0:.4f}  lambda={shown}"
             f"  {'counted' if ev.get('counted') else 'not counted'}  ({ev['log']})")
+
+
+__all__ = ["RefArg", "correct", "feedback", "pin", "print_lambda", "unpin"]

@@ -124,3 +124,6 @@ def gc(
     """
     result = open_vault(vault).gc(dry_run=dry_run, include_user=include_user, include_permanent=include_permanent)
     print_forgotten(result, json_out)
+
+
+__all__ = ["DateOpt", "ReasonOpt", "decay", "forget", "gc", "print_forgotten", "restore"]

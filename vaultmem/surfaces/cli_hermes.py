@@ -70,3 +70,6 @@ def _hermes_report(report: dict, json_out: bool, what: str) -> None:
     say(f"vaultmem for Hermes ({what}):")
     for key, value in report.items():
         say(f"  {key}: {value}")
+
+
+__all__ = ["HermesHomeOpt", "hermes_app", "hermes_install", "hermes_status", "hermes_uninstall"]

@@ -143,3 +143,6 @@ def _print_hook(report) -> None:
         say(f"staged notes ok ({report.checked} checked)", style="good")
     else:
         say("vaultmem refused the commit (the staged notes are unchanged)", style="warn")
+
+
+__all__ = ["hook_app", "hook_install", "hook_run", "hook_uninstall", "lint", "repair"]

@@ -154,3 +154,6 @@ def merge_driver(
     from ..sync.mergedriver import run_merge_driver
 
     raise typer.Exit(run_merge_driver(base, ours, theirs, path))
+
+
+__all__ = ["device_app", "device_reset", "device_show", "export", "import_", "merge_driver", "sync"]

@@ -71,3 +71,6 @@ def watch(
         signal.signal(signal.SIGTERM, previous)
     if not alive:  # the watcher's thread ended on its own: it said why through on_error
         raise typer.Exit(EXIT_ERROR)
+
+
+__all__ = ["watch"]

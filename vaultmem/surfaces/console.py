@@ -361,3 +361,9 @@ def guarded(fn, *args: Any, json_out: bool = False, **kwargs: Any) -> int:
         report_error(message, exc, json_out)
         return 1
     return 0
+
+
+__all__ = ["HIDDEN_FLAGS", "IDS", "JSON", "LIMIT", "Opt", "RECALL_OPTIONS", "REMEMBER_OPTIONS", "TAG", "VAULT",
+           "VAULT_ENV", "check_lifecycle", "colour", "epoch", "error_message", "fast_recall", "fast_remember",
+           "given_vault", "guarded", "open_vault", "print_json", "reader_left", "recall_command",
+           "remember_command", "report_error", "say", "terminal_safe"]

@@ -426,3 +426,9 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+__all__ = ["Answered", "Candidate", "ContextLine", "DEFAULT_SOURCE", "DISTRIBUTION", "FeedbackEvent",
+           "FeedbackGiven", "ForgetDone", "ForgottenNote", "INSTRUCTIONS", "LeftAlone", "MISSING_EXTRA",
+           "MissingExtra", "NOTE_URI", "RECALL_LIMIT", "REFRESH_INTERVAL_S", "Recalled", "RecalledMemory",
+           "Remembered", "Shown", "Woven", "build_server", "main", "parse_args", "recalled", "serve"]

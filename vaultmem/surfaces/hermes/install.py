@@ -178,3 +178,5 @@ def _write(path: Path, content: str) -> None:
     tmp.write_text(content, encoding="utf-8")
     os.replace(tmp, path)
 
+
+__all__ = ["PLUGIN_FILES", "install", "set_memory_provider", "status", "uninstall"]

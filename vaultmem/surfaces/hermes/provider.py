@@ -470,3 +470,7 @@ def provider_class(base: type | None = None) -> type:
 def register(ctx: Any) -> None:
     """Hermes' plugin hook (and the `hermes_agent.memory_providers` entry point): register the provider."""
     ctx.register_memory_provider(provider_class()())
+
+
+__all__ = ["FENCE", "MAX_LIMIT", "NAME", "PROMPT_BLOCK", "RECALL_NOTE", "SOURCE", "TOOL_NAMES", "TOOL_SCHEMAS",
+           "VaultmemProvider", "WRITE_TOOLS", "WRITING_CONTEXTS", "fenced", "provider_class", "register"]

@@ -110,3 +110,7 @@ def choose_vault(home: Path, settings: dict[str, Any]) -> VaultChoice:
 def budget_of(settings: dict[str, Any]) -> int:
     """The prefetch token budget (default 800)."""
     return int(settings.get("budget") or DEFAULT_BUDGET)
+
+
+__all__ = ["DEFAULT_BUDGET", "DEFAULT_VAULT", "KEYS", "SETTINGS_FILE", "VAULT_ENV", "VaultChoice", "budget_of",
+           "choose_vault", "hermes_home", "load_settings", "save_settings"]

@@ -45,3 +45,6 @@ hooks:
   - on_session_end
   - on_pre_compress
 '''
+
+
+__all__ = ["PLUGIN_INIT", "PLUGIN_YAML"]

@@ -88,3 +88,6 @@ def called_tool(messages: list[dict[str, Any]] | None, name: str) -> bool:
             if called == name:
                 return True
     return False
+
+
+__all__ = ["TurnWorker", "called_tool", "paragraphs"]
