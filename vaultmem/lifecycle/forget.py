@@ -25,8 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import VaultmemError, WriteConflict
-from ..notes.names import numbered_name
+from ..errors import VaultmemError
 from ..store.files import sync_files
 from ..store.index.records import content_hash, given_epoch, tag_term
 from ..text import terms as text
@@ -252,17 +251,9 @@ def relocate(vault: Store, rows: list[dict[str, Any]], folder: Path, changes: Ca
 
 def _create(vault: Store, folder: Path, stem: str, data: bytes, taken: set[str]) -> Path:
     """Create the note under the first free readable name (`stem.md`, `stem 2.md`, …)."""
-    for attempt in range(10_000):
-        name = numbered_name(stem, attempt)
-        if name.lower() in taken:
-            continue
-        taken.add(name.lower())
-        try:
-            vault.create_note(folder, name, data, durable=False)
-        except WriteConflict:
-            continue
-        return folder / name
-    raise VaultmemError(f"no free file name for {stem!r} in {folder}")
+    name, _ = vault.create_numbered(folder, stem, data, durable=False, skip=lambda n: n.lower() in taken)
+    taken.add(name.lower())
+    return folder / name
 
 
 def _delete(vault: Store, rows: list[dict[str, Any]]) -> tuple[list[tuple[dict, str]], list[dict]]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import VaultmemError, WriteConflict
-from ..notes.names import numbered_name
 from ..write.items import WriteResult
 
 if TYPE_CHECKING:
@@ -98,15 +97,8 @@ def _move(vault: Store, row: dict[str, Any], role: str, status: str, action: str
     new_text = update_fields(parse_note(data, row["path"]), {"status": status})
     folder = vault.folders[role]
     folder.mkdir(parents=True, exist_ok=True)
-    for attempt in range(10_000):
-        dst = folder / numbered_name(src.stem, attempt)
-        try:
-            vault.write_text(dst, new_text, expected_sha=None)
-        except WriteConflict:
-            continue
-        break
-    else:
-        raise VaultmemError(f"no free file name for {src.stem!r} in {folder}")
+    name, _ = vault.create_numbered(folder, src.stem, new_text.encode("utf-8"))
+    dst = folder / name
     if content_hash(src.read_bytes()) != content_hash(data):
         dst.unlink()
         raise WriteConflict(src)
