@@ -86,3 +86,20 @@ def test_bm25_takes_one_idf_per_entry():
     both = scoring.bm25(tf, lengths, 4.0, np.array([1.0, 2.0]), 1.2, 0.3)
     assert both[1] == pytest.approx(2 * both[0])
     assert both[0] == pytest.approx(scoring.bm25(tf[:1], lengths[:1], 4.0, 1.0, 1.2, 0.3)[0])
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_top_k_picks_the_same_items_whatever_order_the_index_holds_them_in(seed):
+    """Two clones number their notes differently: the k best by (score, time) must be the same notes,
+    with every note tied on both at the cut kept for the caller's path order."""
+    rng = np.random.default_rng(seed)
+    n, k = 60, 7
+    values = rng.integers(0, 4, n).astype(np.float32)  # many ties
+    then = rng.integers(0, 5, n).astype(np.float64)
+    names = np.arange(n)  # a note's identity, whatever its index
+    order = rng.permutation(n)
+    first = set(names[scoring.top_k(values, k, then)].tolist())
+    again = set(order[scoring.top_k(values[order], k, then[order])].tolist())
+    assert first == again
+    key = sorted(zip(-values, -then))[k - 1]
+    assert {i for i in range(n) if (-values[i], -then[i]) <= key} == first  # exactly the k best and the cut's ties

@@ -368,7 +368,7 @@ def _hits(vault: Store, snap: Snapshot, q: Query, docs, channels, prior: hindsig
     fuzzy_n = int(cfg["fuzzy_rescore"]) if unknown else 0
     wanted = max(limit, fuzzy_n)
     while True:
-        scored = _short_list(vault, snap, q, docs, channels, final, top_k(final, wanted), fuzzy_n, cfg)
+        scored = _short_list(vault, snap, q, docs, channels, final, top_k(final, wanted, snap.ts[docs]), fuzzy_n, cfg)
         # notes the index names but whose files are not there yet (a batch creating them right now)
         # or any more drop out: look further down rather than answer with fewer hits than asked
         if scored is None or len(scored) >= limit or wanted >= len(final):
@@ -491,18 +491,18 @@ def _best_voters(snap: Snapshot, docs: np.ndarray, lexical: np.ndarray, n: int,
     """Indices of the n best candidates by lexical score, best first; among equal scores the newest,
     then the greatest path, so neither the choice nor the order depends on how the index happens to
     number its documents (two clones of one vault number theirs differently) or on ids' random bits."""
-    best = top_k(lexical, n)
+    best = top_k(lexical, n, snap.ts[docs])
     if not len(best):
         return best
-    tied = np.flatnonzero(lexical >= lexical[best[-1]])
-    order = np.lexsort((-snap.ts[docs[tied]], -lexical[tied]))
-    tied = tied[order]
-    if len(tied) <= 4 * n:  # the paths of a few rows: one lookup
-        found = rows([int(d) for d in docs[tied]], snap.generation) or {}
-        paths = [found.get(int(d), {}).get("path", "") for d in docs[tied]]
-        tied = tied[sorted(range(len(tied)),
-                           key=lambda j: (-lexical[tied[j]], -snap.ts[docs[tied[j]]], _desc(paths[j])))]
-    best = tied[:n]
+    stamps = snap.ts[docs[best]]
+    keys = list(zip(lexical[best].tolist(), stamps.tolist()))
+    if len(set(keys)) < len(keys):  # equal score and time: the paths decide (one lookup of a few rows)
+        found = rows([int(d) for d in docs[best]], snap.generation) or {}
+        paths = [found.get(int(d), {}).get("path", "") for d in docs[best]]
+        best = best[sorted(range(len(best)), key=lambda j: (-keys[j][0], -keys[j][1], _desc(paths[j])))]
+    else:
+        best = best[np.lexsort((-stamps, -lexical[best]))]
+    best = best[:n]
     return best[lexical[best] > 0]
 
 

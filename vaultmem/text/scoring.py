@@ -151,18 +151,31 @@ def fuse_rrf(channels: Mapping[str, np.ndarray], weights: Mapping[str, float], k
     return total if total is not None else np.zeros(0)
 
 
-def top_k(values: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k largest values, best first (ties keep index order). Values tied with the k-th
-    are all taken when they are few (up to 4k more), so which of them ranks is the caller's choice
-    (by id), not the index order's."""
-    if k < len(values):
-        part = np.argpartition(-values, k)[:k]
-        if k:
-            ties = np.flatnonzero(values == values[part].min())
-            if len(ties) <= 4 * k:
-                part = np.union1d(part, ties)
-    else:
+def top_k(values: np.ndarray, k: int, then: np.ndarray | None = None) -> np.ndarray:
+    """Indices of the k largest values, best first (equal values by index). Which of the values tied
+    with the k-th make the cut must not depend on the index order (two clones of one vault number their
+    notes differently): with `then` (a second key, e.g. each note's time) the larger `then` goes first,
+    and the values tied on both keys at the cut are all taken when they are few (up to 4k), for the
+    caller to order by a key of its own (a note's path); without `then`, all values tied with the k-th,
+    when few. Beyond that, index order decides (a bound on the work, for ties in the thousands)."""
+    if k >= len(values):
         part = np.arange(len(values))
+    elif k <= 0:
+        part = np.zeros(0, dtype=np.int64)
+    else:
+        kth = values[np.argpartition(-values, k - 1)[k - 1]]
+        above = np.flatnonzero(values > kth)
+        tied = np.flatnonzero(values == kth)
+        need = k - len(above)
+        if len(tied) > need:
+            if then is not None:
+                tied = tied[np.argsort(-then[tied], kind="stable")]
+                cut = then[tied[need - 1]]
+                boundary = np.count_nonzero(then[tied] >= cut)
+                tied = tied[:boundary] if boundary <= 4 * k else tied[:need]
+            elif len(tied) > 4 * k:
+                tied = tied[:need]
+        part = np.concatenate([above, tied])
     return part[np.lexsort((part, -values[part]))]
 
 
