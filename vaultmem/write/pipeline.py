@@ -13,16 +13,17 @@ import gc
 import os
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..text import terms as text
-from ..text.dedup import BatchKeys, restates
+from ..text.dedup import restates
 from .drafts import Draft, Drafter, entity_links, parse_time, union, worker_pool
 from .episodes import EpisodeLine
 from ..errors import VaultmemError, WriteConflict
 from .entities import EntityNotes
 from .items import WriteResult, check_item, given_fields
+from .seen import KNOWN_COLUMNS, Known, Seen
 from .batch.inflight import InFlight
 from .batch.pending import StaleNote
 from ..notes.names import numbered_name
@@ -80,24 +81,8 @@ def _has_tags(tags: Any, draft: Draft) -> bool:
     return all(text.normalize_tag(t) in have for t in draft.meta["tags"])
 
 
-_KNOWN_COLUMNS = ("path", "id", "title", "type", "value", "namespace", "status", "score", "sha")
 REPEAT = "the same words"  # the merge reason of a repeat: it may add tags, never strength
 RESETTLE = 5  # times a draft is decided again because a note it was decided on changed meanwhile
-
-
-@dataclass
-class _Known:
-    """A memory note this pipeline may merge into or supersede."""
-
-    path: str
-    id: str
-    title: str
-    type: str
-    value: str
-    namespace: str
-    status: str
-    score: float = 0.0
-    sha: str = ""  # content hash of the note as the index knew it ("" for a note this writer made)
 
 
 class Writer:
@@ -117,19 +102,11 @@ class Writer:
         self.durable = durable
         self.want_explain = explain
         self._drafter: Drafter | None = None
-        self._taken: dict[str, set[str]] = {}
-        self._by_fp: dict[str, WriteResult] = {}
-        self._by_value: dict[tuple[str, str, str], _Known] = {}
-        self._by_attr: dict[tuple[str, str, str], _Known] = {}
-        self._bodies: dict[str, str] = {}
-        self._plains: dict[str, tuple[str, str]] = {}  # path -> (body, its plain_text)
-        self._attrs: dict[tuple[str, str], dict[str, dict]] = {}  # (namespace, type) -> entity -> newest row
-        self._known: dict[str, _Known] = {}
+        self.seen = Seen(vault.index.exists("kind = 'memory'"))  # the notes met so far, indexed or not
         self.flight = InFlight(vault, durable)  # the notes, day lines and audit events on their way to disk
         self.entities = EntityNotes(vault, self.policy, durable, self.flight.audit)
+        self._taken: dict[str, set[str]] = {}  # folder -> names taken (casefolded), listed once by a batch
         self._tried: dict[tuple[str, str], int] = {}  # (folder, stem) -> the first numbered name still worth trying
-        self._has_memories = vault.index.exists("kind = 'memory'")  # else nothing on disk to dedup against
-        self._keys = BatchKeys()
 
     # -- checks that run before anything is written --------------------------------------------
     def check(self, item: dict[str, Any], where: str) -> tuple[str, dict[str, Any]]:
@@ -163,19 +140,17 @@ class Writer:
             self.vault.index.upsert([], gone=[stale.rel])
         else:
             self.vault.index.upsert([self.vault.record_for(path, stale.data)])
-        for cache in (self._known, self._bodies, self._plains):
-            cache.pop(stale.rel, None)
-        self._attrs.clear()
+        self.seen.forget(stale.rel)
 
     def _settle(self, draft: Draft, supersedes: Any, given: frozenset[str]) -> WriteResult:
         ns = draft.meta["namespace"]
-        found = self._by_fp.get(draft.fp) or self._existing_fp(draft.fp, ns)
+        found = self.seen.by_fp.get(draft.fp) or self._existing_fp(draft.fp, ns)
         if found is not None:
             # the same words: a retry, unless they bring a tag the note lacks (merged in, nothing else)
-            if isinstance(found, _Known):
+            if isinstance(found, Known):
                 self._finish_supersede(found)
                 return self._merge(found, draft, REPEAT)
-            known = self._known.get(found.path)
+            known = self.seen.known.get(found.path)
             if known is not None and not _has_tags(found.tags, draft):
                 return self._merge(known, draft, REPEAT)
             return self._unchanged(found, draft)
@@ -205,38 +180,38 @@ class Writer:
         self.entities.ensure(checked)
 
     # -- dedup -------------------------------------------------------------------------------------
-    def _existing_fp(self, fp: str, namespace: str) -> _Known | None:
-        if not self._has_memories:
+    def _existing_fp(self, fp: str, namespace: str) -> Known | None:
+        if not self.seen.has_memories:
             return None
         rows = self.vault.index.select_notes("fp = ? AND +kind = 'memory' AND namespace = ?", (fp, namespace),
-                                             columns=_KNOWN_COLUMNS)
+                                             columns=KNOWN_COLUMNS)
         for row in rows:
             if self._on_disk(row["path"]):
                 return self._remember_row(row)
         return None
 
-    def _remember_row(self, row: dict[str, Any]) -> _Known:
-        known = self._known.get(row["path"])
+    def _remember_row(self, row: dict[str, Any]) -> Known:
+        known = self.seen.known.get(row["path"])
         if known is None:
-            known = _Known(row["path"], row["id"], row["title"], row["type"], row["value"], row["namespace"],
+            known = Known(row["path"], row["id"], row["title"], row["type"], row["value"], row["namespace"],
                            row["status"], float(row["score"] or 0), row["sha"])
-            self._known[known.path] = known
+            self.seen.known[known.path] = known
         return known
 
-    def _merge_target(self, draft: Draft, by_value: bool = True) -> tuple[_Known | None, str]:
+    def _merge_target(self, draft: Draft, by_value: bool = True) -> tuple[Known | None, str]:
         meta = draft.meta
         ns, kind, value = meta["namespace"], meta["type"], meta["value"]
         # a statement of an identity's value joins its note; a message that mentions it is its own memory
         if (by_value and value and kind in self.settings["merge_types"]
                 and len(draft.plain) <= int(self.settings["statement_chars"])):
-            known = self._by_value.get((ns, kind, value)) or self._row_by_value(ns, kind, value)
+            known = self.seen.by_value.get((ns, kind, value)) or self._row_by_value(ns, kind, value)
             if known is not None:
                 return known, f"same {kind} {value}"
         threshold = float(self.settings["near_duplicate"])
         if threshold >= 1:
             return None, ""
-        paths = self._keys.candidates(ns, draft.keys)
-        if self._has_memories:
+        paths = self.seen.keys.candidates(ns, draft.keys)
+        if self.seen.has_memories:
             paths += [p for p in self.vault.index.near_duplicate_paths(draft.keys) if p not in paths]
         best, best_sim = None, threshold
         for path in paths:
@@ -248,12 +223,12 @@ class Writer:
                 best, best_sim = known, sim
         return (best, f"near duplicate ({best_sim:.2f})") if best else (None, "")
 
-    def _row_by_value(self, ns: str, kind: str, value: str) -> _Known | None:
-        if not self._has_memories:
+    def _row_by_value(self, ns: str, kind: str, value: str) -> Known | None:
+        if not self.seen.has_memories:
             return None
         rows = self.vault.index.select_notes(
             "type = ? AND value = ? AND namespace = ? AND +kind = 'memory' AND status IN ('active', 'candidate')",
-            (kind, value, ns), order="ts", columns=(*_KNOWN_COLUMNS, "body"))
+            (kind, value, ns), order="ts", columns=(*KNOWN_COLUMNS, "body"))
         # the newest that states the value (a long message naming it was not merged into and is no
         # target) and whose file is there: the index may still name a note deleted since, or one a
         # killed batch indexed before creating it
@@ -263,28 +238,28 @@ class Writer:
         return self._remember_row(row) if row is not None else None
 
     def _on_disk(self, rel: str) -> bool:
-        return rel in self._known or (self.vault.root / rel).exists()
+        return rel in self.seen.known or (self.vault.root / rel).exists()
 
-    def _candidate(self, path: str, ns: str) -> tuple[_Known | None, str]:
-        if path in self._bodies:
-            known = self._known[path]
+    def _candidate(self, path: str, ns: str) -> tuple[Known | None, str]:
+        if path in self.seen.bodies:
+            known = self.seen.known[path]
         else:
             rows = self.vault.index.select_notes("path = ?", (path,))
             if not rows or not self._on_disk(path):
                 return None, ""
             known = self._remember_row(rows[0])
-            self._bodies[path] = rows[0]["body"]
+            self.seen.bodies[path] = rows[0]["body"]
         if known.namespace != ns or known.status not in ("active", "candidate"):
             return None, ""
-        return known, self._bodies[path]
+        return known, self.seen.bodies[path]
 
     def _plain(self, path: str, body: str) -> str:
-        found = self._plains.get(path)
+        found = self.seen.plains.get(path)
         if found is None or found[0] is not body:
-            found = self._plains[path] = (body, text.plain_text(body))
+            found = self.seen.plains[path] = (body, text.plain_text(body))
         return found[1]
 
-    def _superseded(self, draft: Draft, explicit: Any) -> _Known | None:
+    def _superseded(self, draft: Draft, explicit: Any) -> Known | None:
         """The memory this draft replaces: given by the caller, or the same entity's attribute."""
         if explicit:
             row = self.vault.resolve(str(explicit))
@@ -293,30 +268,30 @@ class Writer:
         if not (meta["value"] and meta["type"] in self.settings["supersede_types"] and draft.entities):
             return None
         for entity in draft.entities:
-            known = self._by_attr.get((meta["namespace"], entity, meta["type"])) or self._row_by_attr(meta, entity)
+            known = self.seen.by_attr.get((meta["namespace"], entity, meta["type"])) or self._row_by_attr(meta, entity)
             if known is not None and known.value != meta["value"]:
                 return known
         return None
 
-    def _row_by_attr(self, meta: dict[str, Any], entity: str) -> _Known | None:
+    def _row_by_attr(self, meta: dict[str, Any], entity: str) -> Known | None:
         """The newest active memory on disk with this attribute type linking to this entity."""
-        if not self._has_memories:
+        if not self.seen.has_memories:
             return None
         key = (meta["namespace"], meta["type"])
-        by_entity = self._attrs.get(key)
+        by_entity = self.seen.attrs.get(key)
         if by_entity is None:  # one query per (namespace, type) for a whole batch
-            by_entity = self._attrs[key] = {}
+            by_entity = self.seen.attrs[key] = {}
             rows = self.vault.index.select_notes(
                 "type = ? AND namespace = ? AND +kind = 'memory' AND status = 'active' AND value != ''",
                 (meta["type"], meta["namespace"]),
-                order="ts", columns=_KNOWN_COLUMNS + ("links",))
+                order="ts", columns=KNOWN_COLUMNS + ("links",))
             for row in rows:
                 for link in row["links"]:
                     by_entity[text.normalize(link)] = row
         row = by_entity.get(entity)
         return self._remember_row(row) if row is not None and self._on_disk(row["path"]) else None
 
-    def _finish_supersede(self, known: _Known) -> None:
+    def _finish_supersede(self, known: Known) -> None:
         """A note found again that supersedes one still active: a write killed (or failed) between
         creating it and marking the old one finishes now, on its retry."""
         from ..notes.note import extract_links, parse_note
@@ -331,7 +306,7 @@ class Writer:
         if not titles:
             return
         rows = self.vault.index.select_notes("title = ? AND +kind = 'memory' AND status = 'active' AND path != ?",
-                                             (titles[0], known.path), columns=_KNOWN_COLUMNS)
+                                             (titles[0], known.path), columns=KNOWN_COLUMNS)
         for row in rows:
             if self._on_disk(row["path"]):
                 old = self._remember_row(row)
@@ -339,20 +314,20 @@ class Writer:
                 self._retire(old, known.title)
 
     # -- outcomes ------------------------------------------------------------------------------------
-    def _result(self, action: str, known: _Known, draft: Draft, score: float,
+    def _result(self, action: str, known: Known, draft: Draft, score: float,
                 supersedes: str | None = None) -> WriteResult:
         return WriteResult(action, known.id, known.path, known.title, supersedes, known.type, known.value, score,
                            known.status, list(draft.meta["tags"]), list(draft.redacted),
                            draft.explain)
 
-    def _unchanged(self, found: WriteResult | _Known, draft: Draft) -> WriteResult:
+    def _unchanged(self, found: WriteResult | Known, draft: Draft) -> WriteResult:
         if isinstance(found, WriteResult):
             return WriteResult("unchanged", found.id, found.path, found.title, None, found.type, found.value,
                                found.score, found.status, found.tags, list(draft.redacted), found.explain)
         draft.decided("the same memory is already stored")
         return self._result("unchanged", found, draft, found.score)
 
-    def _merge(self, target: _Known, draft: Draft, reason: str) -> WriteResult | None:
+    def _merge(self, target: Known, draft: Draft, reason: str) -> WriteResult | None:
         """Fold a restatement into the existing note: its new tags always; a new statement of the
         same (type, value) appended below the old; a newer timestamp and a raised score when it
         says something new or restates the note after `reinforce_hours` (once within them).
@@ -389,7 +364,7 @@ class Writer:
         meta, body = self.flight.notes.edit(target.path, edit)
         score = note_score(meta.get("score"))
         self.flight.changes(target.path)
-        self._bodies[target.path] = body
+        self.seen.bodies[target.path] = body
         draft.decided(f"merged into {target.path}: {reason}")
         self._log(draft, target.title, "merged", target.id)
         return self._result("merged", target, draft, round(score, 2))
@@ -400,7 +375,7 @@ class Writer:
         return when is not None and \
             draft.meta["timestamp"] - when < dt.timedelta(hours=float(self.settings["reinforce_hours"]))
 
-    def _create(self, draft: Draft, old: _Known | None, given: frozenset[str] = frozenset()) -> WriteResult:
+    def _create(self, draft: Draft, old: Known | None, given: frozenset[str] = frozenset()) -> WriteResult:
         if old is not None:
             self.flight.notes.load(old.path, old.sha)  # before anything is placed: it may have to be decided again
             self._inherit(draft, self.flight.notes.peek(old.path), given)
@@ -408,15 +383,15 @@ class Writer:
         rel = self._place(draft)
         title = draft.record.title
         meta = draft.meta
-        known = _Known(rel, meta["id"], title, meta["type"], meta["value"], meta["namespace"], meta["status"],
+        known = Known(rel, meta["id"], title, meta["type"], meta["value"], meta["namespace"], meta["status"],
                        meta["score"])
-        self._track(known, draft)
+        self.seen.track(known, draft, self.settings)
         if old is not None:
             self._retire(old, title)
         draft.decided(f"new note; supersedes {old.path}" if old else "new note")
         self._log(draft, title, "created", meta["id"])
         result = self._result("created", known, draft, meta["score"], old.id if old else None)
-        self._by_fp[draft.fp] = result
+        self.seen.by_fp[draft.fp] = result
         return result
 
     def _inherit(self, draft: Draft, old: tuple[dict[str, Any], str], given: frozenset[str]) -> None:
@@ -470,27 +445,13 @@ class Writer:
             return rec.path
         raise VaultmemError(f"no free file name for {draft.title!r} in {folder}")
 
-    def _track(self, known: _Known, draft: Draft) -> None:
-        """Let the rest of the batch find this note before it is indexed."""
-        ns = known.namespace
-        self._known[known.path] = known
-        self._bodies[known.path] = draft.body
-        self._plains[known.path] = (draft.body, draft.plain)
-        if known.value:
-            if len(draft.plain) <= int(self.settings["statement_chars"]):  # a message naming it is no target
-                self._by_value[(ns, known.type, known.value)] = known
-            for entity in draft.entities:
-                self._by_attr[(ns, entity, known.type)] = known
-        if float(self.settings["near_duplicate"]) < 1:
-            self._keys.add(ns, draft.keys, known.path)  # drafted whenever near duplicates are looked for
-
-    def _retire(self, old: _Known, new_title: str) -> None:
+    def _retire(self, old: Known, new_title: str) -> None:
         """Mark the superseded note (kept, linked both ways) and forget it as a merge target."""
         self.flight.notes.edit(old.path, lambda meta, body: ({
             "status": "superseded", "superseded_by": f"[[{new_title}]]",
             "version": bump_version(meta.get("version"), self.vault.device)}, None))
         self.flight.changes(old.path)
-        self._known[old.path] = replace(old, status="superseded")
+        self.seen.known[old.path] = replace(old, status="superseded")
         self.flight.audit.append({"event": "supersede", "id": old.id, "path": old.path})
 
     def _log(self, draft: Draft, title: str, action: str, note_id: str) -> None:
