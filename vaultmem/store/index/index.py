@@ -30,6 +30,7 @@ from ..files import remove_stale_temps, remove_tree
 from .records import Record, encode_terms, index_terms
 from .scan import RefreshStats, ScanRoot, look_at, map_chunks, walk
 from .sidecar import SCHEMA_VERSION, Sidecar, heals
+from .sketches import SketchReader, open_sketches
 from .sqlrows import (INSERT_KEY, INSERT_NOTE, NOTE_FIELDS, drop_lookups, dup_keys, fold_event,
                       known_under, record_from_row,
                       row_dict, to_row, transaction)
@@ -70,14 +71,15 @@ class Index(Sidecar):
         self.compact_ratio = compact_ratio
         self._lock = threading.RLock()  # the loaded snapshot's
         self._snapshot: Snapshot | None = None
-        self._sketches: tuple | None = None  # (generation, sorted keys, their documents), memory-mapped
+        self._sketches = SketchReader()  # the current generation's near-duplicate sketch files, memory-mapped
         self._snapshot_version = ""
         self._wrote_in: set[str] = set()  # vault folders of the notes indexed since the last wrote()
         super().__init__(cache_dir, lock_timeout)  # last: a damaged sidecar is rebuilt with the fields above
 
     def _forget_loaded(self) -> None:
         with self._lock:
-            self._snapshot, self._sketches, self._snapshot_version = None, None, ""
+            self._snapshot, self._snapshot_version = None, ""
+            self._sketches.clear()
 
     def _rebuild(self) -> None:
         self.refresh(force=True)
@@ -566,7 +568,7 @@ class Index(Sidecar):
         self._quick_check()
         snap = self._load(self._conn())
         if snap.generation:
-            _open_sketches(self.cache_dir / f"gen-{snap.generation}")
+            open_sketches(self.cache_dir / f"gen-{snap.generation}")
         return list(self.repairs)
 
     @heals
@@ -616,28 +618,8 @@ class Index(Sidecar):
         return [r[0] for r in rows]
 
     def _sketch_docs(self, conn: sqlite3.Connection, keys: list[int]) -> list[int]:
-        """Documents of the current generation with any of these sketch keys (a note changed since
-        has a new row: its old document number matches no row)."""
-        from bisect import bisect_left, bisect_right
-
-        generation = self._meta(conn, "generation")
-        if not generation:
-            return []
-        folder = self.cache_dir / f"gen-{generation}"
-        try:
-            st = os.stat(folder / "dup_key.bin")
-        except FileNotFoundError:
-            return []  # its files were removed by hand: the next compaction writes them again
-        # a rebuild may reuse a generation's number: the file itself tells them apart
-        stamp = (generation, st.st_ino, st.st_mtime_ns, st.st_size)
-        found = self._sketches
-        if found is None or found[0] != stamp:
-            found = self._sketches = (stamp, *_open_sketches(folder))
-        _, sorted_keys, key_docs = found
-        docs = set()
-        for key in keys:
-            docs.update(key_docs[bisect_left(sorted_keys, key):bisect_right(sorted_keys, key)])
-        return sorted(docs)
+        """Documents of the current generation with any of these sketch keys (sketches.py)."""
+        return self._sketches.docs(self.cache_dir, self._meta(conn, "generation"), keys)
 
     @heals
     def count(self, where: str = "1", params: tuple = ()) -> int:
@@ -663,25 +645,6 @@ class Index(Sidecar):
             "tokenizer_version": text.TOKENIZER_VERSION,
             "sidecar_bytes": size,
         }
-
-
-def _open_sketches(folder: Path) -> tuple[Any, Any]:
-    """A generation's sorted sketch keys and their documents, memory-mapped (no numpy: a single
-    remember never imports it)."""
-    import mmap
-
-    views = []
-    for name, code in (("dup_key.bin", "q"), ("dup_doc.bin", "I")):
-        with open(folder / name, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            try:
-                views.append(memoryview(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)).cast(code)
-                             if size else ())
-            except TypeError:  # not a whole number of values: cut short
-                raise IndexDamaged(f"{folder.name}: {name} is cut short") from None
-    if len(views[0]) != len(views[1]):
-        raise IndexDamaged(f"{folder.name}: dup_key.bin and dup_doc.bin disagree")
-    return views[0], views[1]
 
 
 __all__ = ["BULK_ROWS", "CHUNK", "Index", "Progress", "RACY_NS"]
