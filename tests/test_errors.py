@@ -11,7 +11,7 @@ import pytest
 import vaultmem
 from vaultmem.errors import InvalidValue, VaultmemError
 from vaultmem.write.extract import Extraction, importance
-from vaultmem.notes.note import render_new
+from vaultmem.notes.writing import render_new
 
 SUB_MINUTE = "2026-01-01T10:00:00+05:30:15"
 

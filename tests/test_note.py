@@ -14,15 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vaultmem.errors import NoteFormatError, VaultmemError
-from vaultmem.notes.note import (
-    DELETE,
-    extract_inline_tags,
-    extract_links,
-    fast_meta,
-    parse_note,
-    render_new,
-    update_fields,
-)
+from vaultmem.notes.note import extract_inline_tags, extract_links, fast_meta, parse_note
+from vaultmem.notes.writing import DELETE, render_new, update_fields
 from vaultmem.notes.note import _loader  # the YAML loader parse_note falls back to: the fast path's reference
 
 _Loader = _loader()
@@ -693,7 +686,7 @@ def test_reading_and_writing_vaultmem_notes_does_not_import_yaml():
 
     script = (
         "import sys\n"
-        "from vaultmem.notes.note import parse_note, render_new, update_fields\n"
+        "from vaultmem.notes.note import parse_note\nfrom vaultmem.notes.writing import render_new, update_fields\n"
         "text = render_new({'id': '01J0', 'type': 'deadline', 'value': '2024-08-15', 'score': 4.5,\n"
         "    'timestamp': '2026-11-30T07:52:05+00:00', 'tags': ['todo', 'yes', 'on'], 'trust': 'user'}, 'Body.\\n')\n"
         "note = parse_note(text)\n"

@@ -410,7 +410,7 @@ def _link(row: dict[str, Any]) -> str:
 
 def _edit(vault: Store, note: dict[str, Any], changes: dict[str, Any], lines: list[str] | None = None) -> None:
     """Set these properties (a minimal edit), append these body lines, and index the new text."""
-    from ..notes.note import update_fields
+    from ..notes.writing import update_fields
 
     def edit(parsed: Any) -> str:
         out = update_fields(parsed, changes)

@@ -78,7 +78,7 @@ def pin(vault: Store, ref: str, now: float | None = None) -> Marked:
 
 def unpin(vault: Store, ref: str, now: float | None = None) -> Marked:
     """Remove `pinned` (the note decays by its lifecycle again); the earlier pin no longer teaches λ."""
-    from ..notes.note import DELETE
+    from ..notes.writing import DELETE
 
     stamp = time.time() if now is None else now
     with vault.index.writing():
@@ -145,7 +145,7 @@ def _record(vault: Store, row: dict[str, Any], changes: dict[str, Any], event: d
 
 def _edit(vault: Store, row: dict[str, Any], changes: dict[str, Any]) -> None:
     """Change these properties of the note's file line by line, and index the new text."""
-    from ..notes.note import update_fields
+    from ..notes.writing import update_fields
 
     path = vault.root / row["path"]
     text = vault.edit_note(path, lambda note: update_fields(note, changes))

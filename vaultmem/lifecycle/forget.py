@@ -219,7 +219,8 @@ def relocate(vault: Store, rows: list[dict[str, Any]], folder: Path, changes: Ca
              ) -> tuple[list[tuple[dict, str]], list[dict]]:
     """Move notes to `folder` with `changes(row)` made to their properties (restore uses it too):
     ([(row, new vault path)], [skipped: {id, path, why}])."""
-    from ..notes.note import parse_note, update_fields
+    from ..notes.note import parse_note
+    from ..notes.writing import update_fields
 
     folder.mkdir(parents=True, exist_ok=True)
     taken = {name.lower() for name in os.listdir(folder)}

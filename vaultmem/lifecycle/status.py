@@ -50,7 +50,7 @@ def restore(vault: Store, ref: str, now: float | None = None) -> WriteResult:
     """
     import time
 
-    from ..notes.note import DELETE
+    from ..notes.writing import DELETE
     from .forget import commit_moves, relocate, who
 
     stamp = time.time() if now is None else now
@@ -89,7 +89,8 @@ def _move(vault: Store, row: dict[str, Any], role: str, status: str, action: str
           event: dict[str, Any]) -> WriteResult:
     """Write the note with its new status into the folder of `role` and remove the old file; nothing
     is lost if the old file changed meanwhile (the copy is removed and WriteConflict raised)."""
-    from ..notes.note import parse_note, update_fields
+    from ..notes.note import parse_note
+    from ..notes.writing import update_fields
     from ..store.index.records import content_hash
 
     src = vault.root / row["path"]

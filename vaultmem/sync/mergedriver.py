@@ -57,7 +57,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import InvalidValue, NoteFormatError, VaultmemError
-from ..notes.note import DELETE, Note, parse_note, update_fields
+from ..notes.note import Note, parse_note
+from ..notes.writing import DELETE, update_fields
 
 __all__ = ["CALLOUT", "STATUS_PRECEDENCE", "main", "merge_copies", "merge_notes", "run_merge_driver"]
 

@@ -207,7 +207,7 @@ class Drafter:
 
     def render(self, draft: Draft) -> None:
         """The note's bytes and index record."""
-        from ..notes.note import render_new
+        from ..notes.writing import render_new
         from ..store.index.records import rendered_record
 
         meta, body = draft.fields()
@@ -220,7 +220,8 @@ class Drafter:
     def supersede(self, draft: Draft, old_title: str) -> None:
         """Render a drafted note again with `supersedes: "[[old_title]]"`: of its index record only the
         hash, size and links change (a property's link is a link term, its text no other term)."""
-        from ..notes.note import Note, render_new
+        from ..notes.note import Note
+        from ..notes.writing import render_new
         from ..store.index.records import content_hash, relink
 
         draft.supersedes = old_title

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import NoteFormatError, WriteConflict
-from ..notes.note import render_new
+from ..notes.writing import render_new
 from ..store.index.records import content_hash
 from ..store.store import retry_conflicts
 

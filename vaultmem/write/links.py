@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 
 from ..text import terms as text
 from ..errors import UnsafePath, VaultmemError, WriteConflict
-from ..notes.note import parse_note, render_new, update_fields
+from ..notes.note import parse_note
+from ..notes.writing import render_new, update_fields
 from ..store.index.records import content_hash
 from ..store.store import retry_conflicts
 from ..text.terms import _CJK, FULL_WIDTH, LazyPattern  # one definition of "CJK" for the tokenizer and the linker

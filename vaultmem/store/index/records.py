@@ -181,7 +181,7 @@ def build_record(data: bytes, relpath: str, kind: str, folder: str, stat: tuple[
 def rendered_record(data: bytes, meta: dict[str, Any], body: str, relpath: str, folder: str,
                     stat: tuple[int, int], defaults: dict[str, Any], sketch: list[int] | None = None,
                     plain: str | None = None, like: Record | None = None) -> Record:
-    """The record of a memory note vaultmem has just rendered (note.render_new) from these
+    """The record of a memory note vaultmem has just rendered (notes.writing.render_new) from these
     properties and body: what parsing `data` would give, without parsing it. `like`: the record
     of an earlier rendering of the note (before a merge changed its properties)."""
     from ...notes.note import Note

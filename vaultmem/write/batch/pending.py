@@ -108,10 +108,11 @@ class PendingNotes:
         """Change a note (waiting, or read from disk now); returns its new properties and body.
 
         A note this writer created is changed on its properties and rendered again (nobody else has
-        seen its text); a note from disk is changed line by line (note.update_fields), keeping
+        seen its text); a note from disk is changed line by line (notes.writing.update_fields), keeping
         whatever a person wrote.
         """
-        from ...notes.note import parse_note, render_new
+        from ...notes.note import parse_note
+        from ...notes.writing import render_new
 
         pending = self._open.get(rel)
         if pending is None:
@@ -242,7 +243,7 @@ def _appended(text: str, paragraph: str) -> str:
 
 def _apply(note: Any, edit: Edit) -> str:
     """The note's new text after one edit, changed line by line."""
-    from ...notes.note import update_fields
+    from ...notes.writing import update_fields
 
     changes, appended = edit(note.meta, note.body)
     new_text = update_fields(note, changes)
