@@ -30,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from _figures import write_figures  # noqa: E402
 from _synth import REFERENCE_END, _ulid, make_vault  # noqa: E402
 
 from vaultmem import Vault  # noqa: E402
@@ -118,9 +119,7 @@ def main() -> None:
         figures = run(SMOKE_NOTES if args.smoke else args.notes, args.seed, workdir)
     text = json.dumps(figures, indent=2)
     print(text)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(text + "\n", encoding="utf-8")
+    write_figures(args.json, figures)
 
 
 if __name__ == "__main__":

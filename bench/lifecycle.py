@@ -35,6 +35,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(BENCH.parent))
 from recall import _cli_command, _environment, _machine  # noqa: E402
+from _figures import finish, smoke_cache  # noqa: E402
 from sync_watch import cached_vault  # noqa: E402
 
 TARGETS = {"gc_dry_run_cli_s": 5.0, "forget_tag_cli_s": 3.0, "consolidate_s": 30.0}
@@ -178,22 +179,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.smoke:
         args.notes, args.forget, args.runs = 300, 30, 1
-        if args.cache is None:
-            import tempfile
-
-            args.cache = tempfile.mkdtemp(prefix="vaultmem-lifecycle-smoke-")
+        smoke_cache(args, "vaultmem-lifecycle-smoke-")
     return args
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    figures = run(args)
-    print_table(figures)
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(figures, ensure_ascii=False, indent=2), encoding="utf-8")
-    if args.smoke:
-        shutil.rmtree(args.cache, ignore_errors=True)
+    finish(args, run(args), print_table)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ the driver fails and merges those notes itself after the pull, see docs/design.m
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -40,6 +39,8 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(BENCH.parent))
+
+from _figures import write_figures  # noqa: E402
 
 TARGETS = {"vaultmem_s": 5.0, "merge_ms_per_note": 20.0}
 
@@ -199,9 +200,7 @@ def main(argv: list[str] | None = None) -> None:
               + (f"   merge {f['merge_ms_per_note']} ms/note over {f['merges']} notes" if "merges" in f else ""))
     print(f"driver process (a person's git pull, per note): {figures['driver_process_ms']} ms;"
           f" merged note holds both sides' edits: {figures['merged_ok']}")
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
+    write_figures(args.json, figures)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(BENCH.parent))
+from _figures import finish, smoke_cache  # noqa: E402
 from recall import CLI_QUERY, IMPORT_FLOOR, _cli_command, _environment, _machine, _percentile, _wall_runs  # noqa: E402
 
 TARGETS = {"save_to_recallable_p50_ms": 300, "save_to_recallable_p99_ms": 1000, "cli_recall_watched_s": 0.3}
@@ -240,22 +241,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.smoke:
         args.notes, args.saves, args.runs, args.pull = 300, 20, 3, 50
-        if args.cache is None:
-            import tempfile
-
-            args.cache = tempfile.mkdtemp(prefix="vaultmem-watch-smoke-")
+        smoke_cache(args, "vaultmem-watch-smoke-")
     return args
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    figures = run(args)
-    print_table(figures)
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(figures, ensure_ascii=False, indent=2), encoding="utf-8")
-    if args.smoke:
-        shutil.rmtree(args.cache, ignore_errors=True)
+    finish(args, run(args), print_table)
 
 
 if __name__ == "__main__":

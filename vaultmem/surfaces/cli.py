@@ -137,6 +137,17 @@ def _progress(label: str):
     return update, bar.stop
 
 
+def show_report(report, json_out: bool, show, failing: int = EXIT_PROBLEMS) -> None:
+    """A check's report as JSON (`report.to_dict()`) or as `show` prints it; exit `failing` when it
+    is not ok (doctor, lint, repair: 3 for findings; the pre-commit hook: 1, which stops the commit)."""
+    if json_out:
+        print_json(report.to_dict())
+    else:
+        show(report)
+    if not report.ok:
+        raise typer.Exit(failing)
+
+
 @app.command()
 def init(path: Annotated[Path, typer.Argument(metavar="PATH", help="Folder to make a vault (created if missing).")],
          json_out: JsonOpt = False) -> None:
@@ -529,13 +540,7 @@ def doctor(vault: VaultOpt = None, json_out: JsonOpt = False,
       vaultmem doctor
       index drift before refresh
     """
-    report = open_vault(vault).doctor(strict)
-    if json_out:
-        print_json(report.to_dict())
-    else:
-        _print_report(report)
-    if not report.ok:
-        raise typer.Exit(EXIT_PROBLEMS)
+    show_report(open_vault(vault).doctor(strict), json_out, _print_report)
 
 
 def _print_report(report) -> None:
@@ -578,4 +583,5 @@ from . import cli_consolidate  # noqa: E402,F401 registers commands
 
 __all__ = ["EXIT_ERROR", "EXIT_PROBLEMS", "EXTRA_ARGS", "HELP_OPTIONS", "IdsOpt", "JsonOpt", "Rec", "Rem",
            "TagOpt", "VaultOpt", "app", "ask", "confirm", "context", "doctor", "entity_add", "entity_app",
-           "init", "list_", "mcp_server", "recall", "reindex", "remember", "show", "stats", "sub_app"]
+           "init", "list_", "mcp_server", "recall", "reindex", "remember", "show", "show_report", "stats",
+           "sub_app"]

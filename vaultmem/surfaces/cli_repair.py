@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .cli import EXIT_ERROR, EXIT_PROBLEMS, JsonOpt, VaultOpt, sub_app, app
+from .cli import EXIT_ERROR, JsonOpt, VaultOpt, app, show_report, sub_app
 from .console import open_vault, print_json, say
 
 
@@ -26,13 +26,7 @@ def repair(vault: VaultOpt = None, dry_run: Annotated[bool, typer.Option(
       vaultmem repair --dry-run
       nothing to repair
     """
-    report = open_vault(vault).repair(dry_run)
-    if json_out:
-        print_json(report.to_dict())
-    else:
-        _print_repairs(report)
-    if not report.ok:
-        raise typer.Exit(EXIT_PROBLEMS)
+    show_report(open_vault(vault).repair(dry_run), json_out, _print_repairs)
 
 
 def _print_repairs(report) -> None:
@@ -121,13 +115,7 @@ def hook_run(vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
     """
     from ..sync.hook import check_staged
 
-    report = check_staged(open_vault(vault))
-    if json_out:
-        print_json(report.to_dict())
-    else:
-        _print_hook(report)
-    if not report.ok:
-        raise typer.Exit(EXIT_ERROR)
+    show_report(check_staged(open_vault(vault)), json_out, _print_hook, failing=EXIT_ERROR)
 
 
 def _print_hook(report) -> None:

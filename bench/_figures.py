@@ -1,0 +1,36 @@
+"""What every benchmark does with its figures at the end: print them, and write them as JSON when asked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+__all__ = ["finish", "smoke_cache", "write_figures"]
+
+
+def write_figures(path: str | Path | None, figures: dict[str, Any]) -> None:
+    """Write the figures to `path` as indented JSON (its folder made first); nothing when path is None."""
+    if path is None:
+        return
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(figures, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+
+
+def smoke_cache(args: Any, prefix: str) -> None:
+    """A smoke run builds its vault in a fresh temp folder unless --cache names one (removed by `finish`)."""
+    if args.cache is None:
+        import tempfile
+
+        args.cache = tempfile.mkdtemp(prefix=prefix)
+
+
+def finish(args: Any, figures: dict[str, Any], print_table: Any) -> None:
+    """Print the figures, write them to --json, and remove a smoke run's cached vault."""
+    import shutil
+
+    print_table(figures)
+    write_figures(args.json, figures)
+    if args.smoke:
+        shutil.rmtree(args.cache, ignore_errors=True)
