@@ -107,6 +107,9 @@ def test_filters(vault, now):
     assert ids(lifecycle="fact") == ["F1"]
     assert ids(since=now - 5 * DAY, namespace="*") == ["F2"]
     assert ids(until=now - 5 * DAY) == ["F1"]
+    day = lambda days: dt.datetime.fromtimestamp(now - days * DAY).date().isoformat()  # noqa: E731
+    assert ids(since=day(5), namespace="*") == ["F2"]  # a date as text, as the CLI's --since passes it
+    assert ids(until=day(10), namespace="*") == ["F1"]  # a bare `until` date counts through its last instant
     assert ids(type="nonexistent") == []
 
 

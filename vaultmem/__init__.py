@@ -23,19 +23,22 @@ if TYPE_CHECKING:
     from .recall.context import Context, ContextItem
     from .recall.ranking import Hit, Query
     from .vault import Vault
-    from .write.items import WriteResult
+    from .store.events import device_info, reset_device_id
+    from .sync.mergedriver import run_merge_driver
+    from .write.items import WriteResult, read_jsonl
 
 __version__ = "0.1.0"
 
 # Loaded on first use (PEP 562): `import vaultmem` stays cheap, and a write never imports numpy.
 _LAZY = {"Answer": "recall.answer", "Context": "recall.context", "ContextItem": "recall.context",
          "DoctorReport": "recall.catalog", "Memory": "recall.catalog", "Hit": "recall.ranking", "Query": "recall.ranking",
-         "Vault": "vault", "WriteResult": "write.items"}
+         "Vault": "vault", "WriteResult": "write.items", "device_info": "store.events", "read_jsonl": "write.items",
+         "reset_device_id": "store.events", "run_merge_driver": "sync.mergedriver"}
 
 __all__ = [
     "AmbiguousNote", "Answer", "ConfigError", "Context", "ContextItem", "DoctorReport", "Hit", "Memory",
     "NoteFormatError", "NoteNotFound", "PolicyViolation", "Query", "UnsafePath", "Vault", "VaultNotFound", "VaultmemError", "WriteConflict",
-    "WriteResult", "__version__",
+    "WriteResult", "__version__", "device_info", "read_jsonl", "reset_device_id", "run_merge_driver",
 ]
 
 

@@ -3,7 +3,8 @@ module. It composes the layers below it; nothing below imports it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from .errors import NoteNotFound
@@ -68,10 +69,15 @@ class Vault(Store):
 
     def recall(self, query: str = "", **options: Any):
         """Recall memories for free text and/or tags. Options are the fields of recall.Query
-        (tags, limit, type, source, namespace, lifecycle, status, since, until, kinds, now, explain).
-        Returns a ranking.Hits list; with explain=True its `suppressed` lists what decay hid."""
+        (tags, limit, type, source, namespace, lifecycle, status, since, until, kinds, now, explain);
+        since/until are POSIX seconds or text (`2026-06-30` or ISO 8601; a bare `until` date counts
+        through its day). Returns a ranking.Hits list; with explain=True its `suppressed` lists what decay hid."""
         from .recall.ranking import Query, recall
+        from .store.index.records import given_epoch
 
+        for key, end_of_day in (("since", False), ("until", True)):  # a date or ISO time as text too
+            if isinstance(options.get(key), str):
+                options[key] = given_epoch(options[key], end_of_day)
         return recall(self, Query(text=query, **options))
 
     def context(self, query: str, budget_tokens: int = 800, **recall_options: Any):
@@ -239,6 +245,61 @@ class Vault(Store):
             if hot is not None and row["kind"] == "memory":
                 hot.remember_row(row)
         return row
+
+    def tag_counts(self) -> dict[str, int]:
+        """Every tag of the vault's memories (normalised) with how many carry it, most used first."""
+        from .recall.catalog import tag_counts
+
+        return tag_counts(self)
+
+    def containing(self, text: str, tags: Iterable[str] = (), namespace: str | None = None) -> list[Any]:
+        """The active memories (with these tags, in this namespace) whose text holds `text` as a reader
+        sees it (wikilinks shown as their text, spacing and case of the surrounding text aside)."""
+        from .text.terms import shown_text
+
+        wanted = shown_text(text)
+        return [m for m in self.list(tags=list(tags) or None)
+                if m.status == "active" and (namespace is None or m.namespace == namespace)
+                and wanted in shown_text(m.content)]
+
+    # -- sync: one memory on every machine -------------------------------------------------------
+    def sync(self, dry_run: bool = False) -> dict[str, Any]:
+        """Commit, pull (merging notes field by field), push and refresh through git (sync.gitsync);
+        what was done, as a dict."""
+        from .sync.gitsync import sync
+
+        return sync(self, dry_run)
+
+    def export_records(self) -> Iterator[dict[str, Any]]:
+        """Every note as an export record (schema vaultmem-export/1), for `vaultmem import`."""
+        from .sync.exchange import export_records
+
+        return export_records(self)
+
+    def import_source(self, source: str | Path, namespace: str | None = None) -> dict[str, Any]:
+        """Bring memories in from a vaultmem export, Hermes' memory files or a Markdown folder; the
+        source is only read. The counts, with the source and its kind."""
+        from .sync.exchange import import_source
+
+        return import_source(self, Path(source), namespace)
+
+    def install_hook(self, force: bool = False) -> dict[str, Any]:
+        """Install the git pre-commit hook that checks staged notes (sync.hook)."""
+        from .sync.hook import install
+
+        return install(self, force)
+
+    def uninstall_hook(self) -> dict[str, Any]:
+        """Remove vaultmem's pre-commit hook, putting back a hook it kept."""
+        from .sync.hook import uninstall
+
+        return uninstall(self)
+
+    def check_staged(self):
+        """The staged notes checked as the pre-commit hook does (a sync.hook report)."""
+        from .sync.hook import check_staged
+
+        return check_staged(self)
 
     def _hot(self, *results: Any) -> Any:
         """Promote what a write wrote into the working set, if any; returns the first result."""

@@ -208,7 +208,7 @@ def remember(
 
 
 def _remember_batch(vault, batch: str, json_out: bool, explain: bool) -> None:
-    from ..write.items import read_jsonl
+    from .. import read_jsonl
 
     if batch == "-":
         lines = sys.stdin.read().splitlines()
@@ -441,9 +441,8 @@ def list_(since: Annotated[Optional[str], typer.Option(metavar="DATE", help="Wri
     v = open_vault(vault)
     v.refresh(wait=False)
     if all_tags:
-        from ..recall.catalog import tag_counts
 
-        counts = tag_counts(v)
+        counts = v.tag_counts()
         if json_out:
             print_json(counts)
         else:

@@ -75,9 +75,7 @@ def hook_install(vault: VaultOpt = None, force: Annotated[bool, typer.Option(
       vaultmem hook install
       installed
     """
-    from ..sync.hook import install
-
-    done = install(open_vault(vault), force)
+    done = open_vault(vault).install_hook(force)
     if json_out:
         print_json(done)
         return
@@ -93,9 +91,7 @@ def hook_uninstall(vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
     Example:
       vaultmem hook uninstall
     """
-    from ..sync.hook import uninstall
-
-    done = uninstall(open_vault(vault))
+    done = open_vault(vault).uninstall_hook()
     if json_out:
         print_json(done)
         return
@@ -113,9 +109,7 @@ def hook_run(vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
       vaultmem hook run
       staged notes ok
     """
-    from ..sync.hook import check_staged
-
-    show_report(check_staged(open_vault(vault)), json_out, _print_hook, failing=EXIT_ERROR)
+    show_report(open_vault(vault).check_staged(), json_out, _print_hook, failing=EXIT_ERROR)
 
 
 def _print_hook(report) -> None:

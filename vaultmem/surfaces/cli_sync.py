@@ -26,9 +26,7 @@ def sync(vault: VaultOpt = None, dry_run: Annotated[bool, typer.Option(
       vaultmem sync --dry-run
       changes:
     """
-    from ..sync.gitsync import sync as run_sync
-
-    report = run_sync(open_vault(vault), dry_run)
+    report = open_vault(vault).sync(dry_run)
     if json_out:
         print_json(report)
         return
@@ -55,12 +53,10 @@ def export(out: Annotated[Optional[Path], typer.Option(
     Example:
       vaultmem export --out memories-export.jsonl
     """
-    from ..sync.exchange import export_records
-
     v = open_vault(vault)
     stream = out.open("w", encoding="utf-8") if out else sys.stdout
     try:
-        for record in export_records(v):
+        for record in v.export_records():
             stream.write(json.dumps(record, ensure_ascii=False) + "\n")
     finally:
         if out:
@@ -83,9 +79,7 @@ def import_(source: Annotated[Path, typer.Argument(
       vaultmem import examples/hermes
       hermes import of examples/hermes: 4 created
     """
-    from ..sync.exchange import import_source
-
-    summary = import_source(open_vault(vault), source, namespace)
+    summary = open_vault(vault).import_source(source, namespace)
     if json_out:
         print_json(summary)
     else:
@@ -105,7 +99,7 @@ def device_show(json_out: JsonOpt = False) -> None:
     Example:
       vaultmem device show
     """
-    from ..store.events import device_info
+    from .. import device_info
 
     info = device_info()
     if json_out:
@@ -125,7 +119,7 @@ def device_reset(json_out: JsonOpt = False) -> None:
       vaultmem device reset
       ->
     """
-    from ..store.events import reset_device_id
+    from .. import reset_device_id
 
     changed = reset_device_id()
     if json_out:
@@ -151,7 +145,7 @@ def merge_driver(
     Example (a note merged with itself stays byte for byte as it was):
       vaultmem merge-driver sample-vault/Welcome.md sample-vault/Welcome.md sample-vault/Welcome.md Welcome.md
     """
-    from ..sync.mergedriver import run_merge_driver
+    from .. import run_merge_driver
 
     raise typer.Exit(run_merge_driver(base, ours, theirs, path))
 

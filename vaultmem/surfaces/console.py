@@ -155,13 +155,6 @@ def print_json(data: Any) -> None:
     sys.stdout.write(_JSON_CONTROLS.sub(lambda m: f"\\u{ord(m[0]):04x}", text) + "\n")
 
 
-def epoch(value: str | None, end_of_day: bool = False) -> float | None:
-    """POSIX seconds of a YYYY-MM-DD or ISO 8601 option (a bare date ends at midnight with end_of_day)."""
-    from ..store.index.records import given_epoch
-
-    return None if value is None else given_epoch(value, end_of_day)
-
-
 def recall_command(query: str | None, tag: list[str] | None, limit: int | None, type_: str | None,
                    source: str | None, namespace: str | None, lifecycle: str | None, status: list[str] | None,
                    since: str | None, until: str | None, include_superseded: bool, include_candidates: bool,
@@ -175,8 +168,8 @@ def recall_command(query: str | None, tag: list[str] | None, limit: int | None, 
              "include_archived": include_archived}
     include = [status_name for flag, status_name in HIDDEN_FLAGS.items() if flags[flag]]
     hits = v.recall(query or "", tags=tag or [], limit=limit, type=type_, source=source, namespace=namespace,
-                    lifecycle=lifecycle, status=status, include=include, since=epoch(since),
-                    until=epoch(until, True), explain=explain)
+                    lifecycle=lifecycle, status=status, include=include, since=since,
+                    until=until, explain=explain)
     if json_out:  # with --explain an object, so the list form stays what it was for every other caller
         found = [h.to_dict() for h in hits]
         print_json({"hits": found, "suppressed": hits.suppressed} if explain else found)
@@ -364,6 +357,6 @@ def guarded(fn, *args: Any, json_out: bool = False, **kwargs: Any) -> int:
 
 
 __all__ = ["HIDDEN_FLAGS", "IDS", "JSON", "LIMIT", "Opt", "RECALL_OPTIONS", "REMEMBER_OPTIONS", "TAG", "VAULT",
-           "VAULT_ENV", "check_lifecycle", "colour", "epoch", "error_message", "fast_recall", "fast_remember",
+           "VAULT_ENV", "check_lifecycle", "colour", "error_message", "fast_recall", "fast_remember",
            "given_vault", "guarded", "open_vault", "print_json", "reader_left", "recall_command",
            "remember_command", "report_error", "say", "terminal_safe"]

@@ -30,7 +30,7 @@ try:  # pydantic (so the SDK) reads nested TypedDicts before Python 3.12 only fr
 except ImportError:  # no SDK either: main() says which extra to install
     from typing import TypedDict
 
-from ..recall.catalog import Memory
+from .. import Memory
 from .console import VAULT_ENV, error_message, open_vault
 from ..errors import NoteNotFound, VaultmemError
 

@@ -413,11 +413,7 @@ def fenced(block: str) -> str:
 def _mirrored(vault: Any, tag: str, namespace: str, old_text: str) -> list[Any]:
     """The active notes of this namespace mirroring the built-in memory entries that contain old_text
     (Hermes matches an entry by a substring of it)."""
-    from ...text.terms import shown_text
-
-    wanted = shown_text(old_text)
-    return [m for m in vault.list(tags=[tag])
-            if m.status == "active" and m.namespace == namespace and wanted in shown_text(m.content)]
+    return vault.containing(old_text, tags=[tag], namespace=namespace)
 
 
 def _can_create(path: Path) -> bool:
