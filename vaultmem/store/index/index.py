@@ -8,7 +8,7 @@ Layout (see README "Index sidecar"):
   and switched to in one SQLite transaction, so a reader never sees a torn index.
 Small changes go to the delta (kept in SQLite, loaded in memory); past a threshold the delta is
 merged into a new generation. A refresh re-parses only files whose (mtime, size) changed and
-confirms by content hash.
+confirms by content hash. The device logs' events are folded in by folding.py.
 """
 
 from __future__ import annotations
@@ -25,14 +25,13 @@ from . import folderstate
 from .. import heartbeat
 from ...text import terms as text
 from ...errors import IndexDamaged, VaultmemError
-from ..events import FOLDED, log_files, read_new_lines
 from ..files import remove_stale_temps, remove_tree
 from .records import Record, encode_terms, index_terms
 from .scan import RefreshStats, ScanRoot, look_at, map_chunks, walk
+from .folding import EventFolding
 from .sidecar import SCHEMA_VERSION, Sidecar, heals
 from .sketches import SketchReader, open_sketches
-from .sqlrows import (INSERT_KEY, INSERT_NOTE, NOTE_FIELDS, drop_lookups, dup_keys, fold_event,
-                      known_under, record_from_row,
+from .sqlrows import (INSERT_KEY, INSERT_NOTE, NOTE_FIELDS, drop_lookups, dup_keys, known_under, record_from_row,
                       row_dict, to_row, transaction)
 from ..writelock import DEFAULT_TIMEOUT
 
@@ -42,10 +41,7 @@ if TYPE_CHECKING:  # numpy and the snapshot load only when postings are built or
 CHUNK = 512  # files per parse job
 BULK_ROWS = 5000  # rows from which an upsert that outnumbers the indexed notes rebuilds the lookups
 RACY_NS = 2_000_000_000  # coarse file-system clocks: an mtime this close to a check proves nothing
-
-
 Progress = Callable[[int, int], None]
-
 
 _ACCESS = "SELECT n.doc, a.uses, a.last FROM access a JOIN notes n ON n.id = a.id"
 _ACCESS_SINCE = ("SELECT n.doc, a.uses, a.last FROM notes n JOIN access a ON a.id = n.id "
@@ -57,7 +53,7 @@ _FEEDBACK = "SELECT n.doc, f.good, f.bad, f.scale FROM feedback f CROSS JOIN not
 _POLICIES = "SELECT doc, policy FROM notes WHERE policy != ''"
 
 
-class Index(Sidecar):
+class Index(EventFolding, Sidecar):
     """The sidecar of one vault; one instance may be shared by the threads of a process."""
 
     def __init__(self, cache_dir: Path, vault_root: Path, roots: list[ScanRoot], devices_dir: Path,
@@ -446,52 +442,6 @@ class Index(Sidecar):
             suffix = gen.name[4:]
             if suffix.isdigit() and int(suffix) < current - 1:
                 remove_tree(gen)
-
-    # -- events --------------------------------------------------------------------------------
-    @heals
-    def fold_events(self) -> None:
-        """Fold new access, feedback, pin and decay events of every device's logs into per-note counts.
-
-        A line that is no valid event is skipped (doctor names it), and a log that cannot be read
-        (a folder or a dangling link by that name) waits: neither may stop every command.
-        """
-        conn = self._conn()
-        offsets = dict(conn.execute("SELECT file, offset FROM logpos"))
-        pending = []
-        for path in log_files(self.devices_dir, "events"):
-            key = path.relative_to(self.devices_dir).as_posix()
-            if path.is_file() and path.stat().st_size > offsets.get(key, 0):
-                pending.append((key, path))
-        if not pending:
-            return
-        with self._write_lock(), transaction(conn):
-            for key, path in pending:
-                start = conn.execute("SELECT offset FROM logpos WHERE file = ?", (key,)).fetchone()
-                try:
-                    events, end = read_new_lines(path, start[0] if start else 0)
-                except OSError:
-                    continue
-                for ev in events:
-                    if ev.get("event") in FOLDED:  # read_new_lines checked their fields
-                        fold_event(conn, key, ev)
-                conn.execute("INSERT OR REPLACE INTO logpos VALUES (?, ?)", (key, end))
-            conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'version'")
-            self._set_meta(conn, access_version=int(self._meta(conn, "access_version", "0")) + 1)
-
-    def usage(self, note_id: str) -> tuple[int, float, int, int, float]:
-        """(uses, last use, up votes, down votes, sum of ln(decay factors)) folded for one note id;
-        zeros when it has none."""
-        self.fold_events()
-        conn = self._conn()
-        used = conn.execute("SELECT uses, last FROM access WHERE id = ?", (note_id,)).fetchone() or (0, 0.0)
-        votes = conn.execute("SELECT good, bad, scale FROM feedback WHERE id = ?", (note_id,)).fetchone() or (0, 0, 0.0)
-        return used[0], used[1], votes[0], votes[1], votes[2]
-
-    def pin_events(self) -> list[dict[str, Any]]:
-        """Every device's folded pin and unpin events, oldest first: {id, event, ts, ratio, age_hours, log}."""
-        self.fold_events()
-        rows = self._conn().execute("SELECT id, event, ts, ratio, age_hours, file FROM pins ORDER BY ts, rowid")
-        return [dict(zip(("id", "event", "ts", "ratio", "age_hours", "log"), row)) for row in rows]
 
     # -- reading -------------------------------------------------------------------------------
     @heals
