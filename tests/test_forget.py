@@ -135,7 +135,7 @@ def test_cli_forget_json_and_text(vault, notes):
     data = json.loads(out.output)
     assert data["action"] == "archived" and data["notes"][0]["to"] == "archive/Coffee order.md"
     out = runner.invoke(app, ["forget", "--tag", "atlas", "--reason", "closed", "--dry-run", "--vault", str(vault.root)])
-    assert out.exit_code == 0 and "would-archive: 2 notes" in out.output
+    assert out.exit_code == 0 and "would archive: 2 notes" in out.output
 
 
 def test_a_note_edited_during_the_forget_is_kept_and_reported(vault, notes, monkeypatch):

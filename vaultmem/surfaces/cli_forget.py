@@ -37,7 +37,7 @@ def forget(
     \b
     Example:
       vaultmem forget --tag weekly_sync --until 2026-10-10 --reason "old sync notes" --dry-run
-      would-archive: 2 notes
+      would archive: 2 notes
     """
     result = open_vault(vault).forget_where(ids=ids or (), tags=tag or (), query=query or "", since=since,
                                             until=until, source=source, reason=reason, dry_run=dry_run, hard=hard)
@@ -49,7 +49,7 @@ def print_forgotten(result, json_out: bool) -> None:
     if json_out:
         print_json(result.to_dict())
     else:
-        say(f"{result.action}: {len(result.notes)} note{'s' if len(result.notes) != 1 else ''}", style="good")
+        say(f"{result.action.replace('-', ' ')}: {len(result.notes)} note{'s' if len(result.notes) != 1 else ''}", style="good")
         for note in result.notes:
             why = f"  (score {note['effective']:.3f}, last use {note['last_use'] or 'never'})" if "effective" in note else ""
             say(f"  {note['path']}{' -> ' + note['to'] if note['to'] else ''}{why}")
@@ -120,7 +120,7 @@ def gc(
     \b
     Example:
       vaultmem gc --dry-run
-      would-archive: …
+      would archive: …
     """
     result = open_vault(vault).gc(dry_run=dry_run, include_user=include_user, include_permanent=include_permanent)
     print_forgotten(result, json_out)
