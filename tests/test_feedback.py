@@ -292,3 +292,15 @@ def test_the_sample_vault_shows_a_pinned_note_and_one_that_needs_verification(sa
     assert pinned.title == "Prefers concise answers" and pinned.policy == {"pinned": True} and pinned.decay == 1.0
     flagged = sample.recall("billing service owner", record_access=False)
     assert any(h.status == "needs-verification" and h.title == "Li Wei owns the billing service" for h in flagged)
+
+
+def test_confirm_on_a_flagged_note_makes_it_active_again_and_gives_back_its_bytes(vault):
+    ident = _note(vault, "Alpha", "The build server runs the nightly jobs at two.", status="active")
+    path = vault.folders["memories"] / "Alpha.md"
+    before = path.read_bytes()
+    assert vault.feedback(ident, "wrong").status == "needs-verification"
+    assert vault.feedback(ident, "useful").changed == []  # a use is no check
+    done = vault.feedback(ident, "confirm")
+    assert done.status == "active" and done.changed == ["status"]
+    assert path.read_bytes() == before  # the one line back as it was
+    assert vault.feedback(ident, "confirm").changed == []  # an active note is not rewritten

@@ -51,13 +51,19 @@ class Marked:
 
 
 def feedback(vault: Store, ref: str, verdict: str, note: str = "", now: float | None = None) -> Marked:
-    """Record a verdict on a memory; wrong/outdated also flag an active note needs-verification."""
+    """Record a verdict on a memory; wrong/outdated also flag an active note needs-verification, and
+    confirm makes a flagged note active again (that one property line, as `status: active`)."""
     if verdict not in rules.VERDICTS:
         raise VaultmemError(f"unknown verdict {verdict!r}: use one of {', '.join(rules.VERDICTS)}")
     stamp = time.time() if now is None else now
     with vault.index.writing():
         row = _memory(vault, ref)
-        changes = {"status": _FLAGGED} if verdict in rules.LOWERING and row["status"] not in _KEEP_STATUS else {}
+        if verdict in rules.LOWERING and row["status"] not in _KEEP_STATUS:
+            changes = {"status": _FLAGGED}
+        elif verdict == "confirm" and row["status"] == _FLAGGED:  # a person checked it: active again
+            changes = {"status": "active"}
+        else:
+            changes = {}
         event: dict[str, Any] = {"event": "feedback", "id": row["id"], "verdict": verdict, "ts": stamp}
         if note:
             event["note"] = note
