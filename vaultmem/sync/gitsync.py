@@ -45,10 +45,14 @@ def run_git(repo: Path, *args: str, check: bool = True, stdin: str | None = None
     done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, input=stdin,
                           env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"})
     if check and done.returncode != 0:
-        said = (done.stderr or done.stdout).strip().splitlines()
-        why = next((line for line in said if line.startswith(("fatal:", "error:"))), said[-1] if said else "")
-        raise GitError(f"git {' '.join(args[:2])} failed: {why}")
+        raise GitError(f"git {' '.join(args[:2])} failed: {_reason(done)}")
     return done
+
+
+def _reason(done: subprocess.CompletedProcess) -> str:
+    """The line of a failed git's output that says why: its `fatal:` or `error:` line, else its last."""
+    said = (done.stderr or done.stdout).strip().splitlines()
+    return next((line for line in said if line.startswith(("fatal:", "error:"))), said[-1] if said else "")
 
 
 def repository(vault: Vault) -> Path:
@@ -191,7 +195,7 @@ def _sync(vault: Vault, repo: Path, git_dir: Path, dry_run: bool) -> dict[str, A
     identity = [] if _has_identity(repo) else ["-c", "user.name=vaultmem", "-c", f"user.email=vaultmem@{vault.device}"]
     if cleared := clear_stale_locks(git_dir):
         report["cleared"] = cleared
-    elif held := [p for p in git_dir.rglob("*.lock") if p.name != SYNC_LOCK and p.is_file()]:
+    elif held := _git_locks(git_dir):
         raise GitError(f"another git is at work in {repo} (it holds {held[0]}): let it finish, "
                        "then run `vaultmem sync` again")
     if (git_dir / "MERGE_HEAD").exists():  # a merge an earlier sync (or a person) left unfinished
@@ -215,8 +219,7 @@ def _sync(vault: Vault, repo: Path, git_dir: Path, dry_run: bool) -> dict[str, A
                       "-q", check=False)
         if pulled.returncode != 0:
             if not (git_dir / "MERGE_HEAD").exists():
-                said = (pulled.stderr or pulled.stdout).strip().splitlines()
-                raise GitError(f"git pull failed: {next((x for x in said if x.startswith('fatal:')), said[-1] if said else '')}")
+                raise GitError(f"git pull failed: {_reason(pulled)}")
             report["settled"] = report.get("settled", []) + _finish_merge(vault, repo, identity)
         run_git(repo, "push", "-q")
         report["pulled"] = report["pushed"] = True
@@ -235,8 +238,7 @@ def clear_stale_locks(git_dir: Path) -> list[str]:
     At work means: some process has one of the locks open, or a git process works in this repository
     (git closes the index lock while a hook runs, so an open file alone does not tell). Where /proc is
     missing (macOS, Windows) only locks older than ten minutes count as stale."""
-    locks = [p for p in git_dir.rglob("*.lock") if p.is_file() and p.name != SYNC_LOCK
-             and "objects" not in p.relative_to(git_dir).parts[:1]]
+    locks = _git_locks(git_dir)
     if not locks:
         return []
     proc = Path("/proc")
@@ -252,6 +254,13 @@ def clear_stale_locks(git_dir: Path) -> list[str]:
             lock.unlink()
             cleared.append(str(lock))
     return cleared
+
+
+def _git_locks(git_dir: Path) -> list[Path]:
+    """The lock files of git's own state: its top-level files (index, HEAD, packed-refs, config …)
+    and its refs. Never a walk of objects/, which holds every object of the history."""
+    found = [*git_dir.glob("*.lock"), *(git_dir / "refs").rglob("*.lock")]
+    return [p for p in found if p.name != SYNC_LOCK and p.is_file()]
 
 
 def _git_at_work(proc: Path, locks: set[str], git_dir: Path) -> bool:
