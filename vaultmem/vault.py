@@ -219,7 +219,6 @@ class Vault(Store):
         return gc(self, effective_strength(self), dry_run=dry_run, include_user=include_user,
                   include_permanent=include_permanent, now=now)
 
-
     def consolidate(self, dry_run: bool = False, min_repeats: int | None = None):
         """Turn repeated events or choices into one consolidated note each, linking its sources
         (a lifecycle.consolidate.Report; dry_run lists the groups and writes nothing)."""

@@ -28,8 +28,8 @@ __all__ = ["CONFLICT_RETRIES", "KIND_BY_FOLDER", "MEMORY_FOLDERS", "NAME_ATTEMPT
 
 STATE_DIR = ".vaultmem"
 CONFLICT_RETRIES = 5
-NAME_ATTEMPTS = 10_000  # `title.md` … `title 10000.md`: then a note gets no name and an error says so
 """How often a read-edit-write is made again over a file someone keeps saving meanwhile."""
+NAME_ATTEMPTS = 10_000  # `title.md` … `title 10000.md`: then a note gets no name and an error says so
 _T = TypeVar("_T")
 MEMORY_FOLDERS = ("memories", "inbox", "archive")
 KIND_BY_FOLDER = {"memories": "memory", "inbox": "memory", "archive": "memory",

@@ -28,6 +28,7 @@ from .batch.inflight import InFlight
 from .batch.pending import StaleNote
 from ..notes.names import numbered_name
 from ..notes.versions import bump_version
+from ..store.store import NAME_ATTEMPTS
 from ..store.index.records import note_score, retitle
 
 if TYPE_CHECKING:
@@ -426,7 +427,7 @@ class Writer:
         under = self.vault.relpath(folder) + "/"
         where = f"{folder}{os.sep}"
         tried = (draft.folder, draft.stem.casefold())  # a batch repeats titles: start after the last one taken
-        for attempt in range(self._tried.get(tried, 0), 10_000):
+        for attempt in range(self._tried.get(tried, 0), NAME_ATTEMPTS):
             name = numbered_name(draft.stem, attempt)
             # a batch listed the folder: a file made since then is found by the exclusive create at flush
             if name.casefold() in taken or (self.durable and (os.path.lexists(where + name)
