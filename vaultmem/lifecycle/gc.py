@@ -68,9 +68,9 @@ def decay_where(vault: Store, tags: list[str], factor: float, reason: str = "", 
         append_events(vault.device_dir, "events", events, stamp)
         vault.audit([{"event": "decay", "tags": list(tags), "factor": float(factor), "reason": reason, **who(),
                       "ts": stamp, "ids": [r["id"] for r in kept]}])
-        vault.index.fold_events()
+        used = vault.index.usages([r["id"] for r in kept])
         for row in kept:
-            scale = rules.decay_scale(vault.index.usage(row["id"])[4])
+            scale = rules.decay_scale(used[row["id"]][4])
             done.notes.append({"id": row["id"], "title": row["title"], "path": row["path"], "scale": round(scale, 6)})
         return done
 

@@ -12,6 +12,8 @@ from .sqlrows import fold_event, transaction
 
 __all__ = ["EventFolding"]
 
+_CHUNK = 500  # ids per IN (…) query, well under SQLite's bound on parameters
+
 
 class EventFolding:
     """Index's event folding (see the module docstring); needs `_conn`, `_write_lock`, `_meta`,
@@ -50,11 +52,21 @@ class EventFolding:
     def usage(self, note_id: str) -> tuple[int, float, int, int, float]:
         """(uses, last use, up votes, down votes, sum of ln(decay factors)) folded for one note id;
         zeros when it has none."""
+        return self.usages([note_id])[note_id]
+
+    def usages(self, note_ids: list[str]) -> dict[str, tuple[int, float, int, int, float]]:
+        """`usage` of each of these note ids, the logs folded once for them all."""
         self.fold_events()
         conn = self._conn()
-        used = conn.execute("SELECT uses, last FROM access WHERE id = ?", (note_id,)).fetchone() or (0, 0.0)
-        votes = conn.execute("SELECT good, bad, scale FROM feedback WHERE id = ?", (note_id,)).fetchone() or (0, 0, 0.0)
-        return used[0], used[1], votes[0], votes[1], votes[2]
+        used: dict[str, tuple] = {}
+        votes: dict[str, tuple] = {}
+        for at in range(0, len(note_ids), _CHUNK):
+            part = note_ids[at:at + _CHUNK]
+            marks = ", ".join("?" * len(part))
+            used.update((r[0], r[1:]) for r in conn.execute(f"SELECT id, uses, last FROM access WHERE id IN ({marks})", part))
+            votes.update((r[0], r[1:]) for r in conn.execute(
+                f"SELECT id, good, bad, scale FROM feedback WHERE id IN ({marks})", part))
+        return {i: (*used.get(i, (0, 0.0)), *votes.get(i, (0, 0, 0.0))) for i in note_ids}
 
     def pin_events(self) -> list[dict[str, Any]]:
         """Every device's folded pin and unpin events, oldest first: {id, event, ts, ratio, age_hours, log}."""
