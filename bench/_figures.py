@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["finish", "smoke_cache", "write_figures"]
+__all__ = ["finish", "run_options", "smoke_cache", "write_figures"]
 
 
 def write_figures(path: str | Path | None, figures: dict[str, Any]) -> None:
@@ -34,3 +34,11 @@ def finish(args: Any, figures: dict[str, Any], print_table: Any) -> None:
     write_figures(args.json, figures)
     if args.smoke:
         shutil.rmtree(args.cache, ignore_errors=True)
+
+
+def run_options(parser: Any, cache_name: str, smoke_help: str) -> None:
+    """The options every cached-vault benchmark takes: --seed, --cache, --json and --smoke."""
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cache", help=f"where the vault is built and kept (default /tmp/vaultmem-bench/{cache_name}-N-sSEED)")
+    parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--smoke", action="store_true", help=smoke_help)

@@ -35,7 +35,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(BENCH.parent))
 from recall import _cli_command, _environment, _machine  # noqa: E402
-from _figures import finish, smoke_cache  # noqa: E402
+from _figures import finish, run_options, smoke_cache  # noqa: E402
 from sync_watch import cached_vault  # noqa: E402
 
 TARGETS = {"gc_dry_run_cli_s": 5.0, "forget_tag_cli_s": 3.0, "consolidate_s": 30.0}
@@ -172,10 +172,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--notes", type=int, default=100_000, help="memory notes in the vault (default 100000)")
     p.add_argument("--forget", type=int, default=1000, help="notes forgotten by tag per timing (default 1000)")
     p.add_argument("--runs", type=int, default=RUNS, help=f"gc --dry-run timings, median (default {RUNS})")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--cache", help="where the vault is built and kept (default /tmp/vaultmem-bench/lifecycle-N-sSEED)")
-    p.add_argument("--json", help="also write the figures to this file")
-    p.add_argument("--smoke", action="store_true", help="300 notes, 30 forgotten, 1 run, a fresh cache: for CI")
+    run_options(p, "lifecycle", "300 notes, 30 forgotten, 1 run, a fresh cache: for CI")
     args = p.parse_args(argv)
     if args.smoke:
         args.notes, args.forget, args.runs = 300, 30, 1

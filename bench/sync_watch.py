@@ -40,7 +40,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(BENCH.parent))
-from _figures import finish, smoke_cache  # noqa: E402
+from _figures import finish, run_options, smoke_cache  # noqa: E402
 from recall import CLI_QUERY, IMPORT_FLOOR, _cli_command, _environment, _machine, _percentile, _wall_runs  # noqa: E402
 
 TARGETS = {"save_to_recallable_p50_ms": 300, "save_to_recallable_p99_ms": 1000, "cli_recall_watched_s": 0.3}
@@ -234,10 +234,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--saves", type=int, default=200, help="timed saves (default 200)")
     p.add_argument("--runs", type=int, default=CLI_RUNS, help=f"one-off CLI recalls timed (default {CLI_RUNS})")
     p.add_argument("--pull", type=int, default=1000, help="notes of the simulated pull (default 1000)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--cache", help="where the vault is built and kept (default /tmp/vaultmem-bench/watch-N-sSEED)")
-    p.add_argument("--json", help="also write the figures to this file")
-    p.add_argument("--smoke", action="store_true", help="300 notes, 20 saves, 3 runs, a fresh cache: seconds, for CI")
+    run_options(p, "watch", "300 notes, 20 saves, 3 runs, a fresh cache: seconds, for CI")
     args = p.parse_args(argv)
     if args.smoke:
         args.notes, args.saves, args.runs, args.pull = 300, 20, 3, 50
