@@ -134,10 +134,11 @@ def test_a_note_saved_by_a_person_while_a_batch_merges_into_it_keeps_both(vault,
 
 
 def test_a_retitled_record_has_the_terms_a_fresh_parse_gives(vault):
+    from vaultmem.settings import default_settings
     from vaultmem.store.index.records import build_record, decode_terms, index_terms, retitle
 
     data = "---\nid: X1\ntags: [ops]\n---\n生产集群 CPU>90% 持续5分钟 [[Li Wei]] #oncall\n".encode()
-    rec = build_record(data, "memories/生产集群 CPU 告警.md", "memory", "memories", (0, len(data)), {})
+    rec = build_record(data, "memories/生产集群 CPU 告警.md", "memory", "memories", (0, len(data)), default_settings().defaults)
     retitle(rec, "生产集群 CPU 告警 12")
     assert decode_terms(rec.terms) == index_terms(rec) and rec.title == "生产集群 CPU 告警 12"
     assert "12" in decode_terms(rec.terms)

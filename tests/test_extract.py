@@ -1,13 +1,13 @@
 """Extraction by rule and importance (SPEC §6 steps 2–3): values, cues, names, score."""
 
-import copy
+import dataclasses
 import datetime as dt
 import pickle
 import random
 
 import pytest
 
-from vaultmem.config import defaults, load_config
+from vaultmem.settings import Cues, default_settings, load_settings
 from vaultmem.errors import ConfigError, VaultmemError
 from vaultmem.write.extract import Extraction, Extractor, Value, _Words, importance
 
@@ -17,7 +17,7 @@ NOW = dt.datetime(2026, 11, 27, 10, 0, tzinfo=dt.timezone(dt.timedelta(hours=8))
 
 @pytest.fixture(scope="module")
 def extractor():
-    return Extractor.from_config(defaults())
+    return Extractor.from_settings(default_settings().extraction)
 
 
 def found(extractor, text, now=NOW):
@@ -29,9 +29,8 @@ def found(extractor, text, now=NOW):
 
 
 def with_extraction(**section):
-    config = copy.deepcopy(defaults())
-    config["extraction"].update(section)
-    return config
+    """The default `extraction` settings with these changed, checked as config.yaml is."""
+    return default_settings().with_values("extraction", **section).extraction
 
 
 # ---------------------------------------------------------------- ids and codes
@@ -252,7 +251,7 @@ def test_the_gate_scan_finds_exactly_the_words_a_text_holds(seed):
 
 
 def test_an_extractor_pickles_for_worker_processes():
-    x = Extractor.from_config(with_extraction(rules=[{"type": "ticket_id", "regex": r"TKT-\d+", "context": ["工单"]}]))
+    x = Extractor.from_settings(with_extraction(rules=[{"type": "ticket_id", "regex": r"TKT-\d+", "context": ["工单"]}]))
     text = "记住：工单 TKT-4411 与合同 CT2024-0876 下周五到期，联系人：赵六"
     assert pickle.loads(pickle.dumps(x)).extract(text, NOW) == x.extract(text, NOW)
 
@@ -268,7 +267,7 @@ def test_tags_are_the_distinct_value_types_in_order(extractor):
 def test_user_rules_win_over_built_ins_and_may_need_context():
     config = with_extraction(rules=[{"type": "ticket_id", "regex": r"TKT-\d+", "context": ["工单", "Ticket"]},
                                     {"type": "sku", "regex": r"SKU(?P<v>\d{4})"}])
-    x = Extractor.from_config(config)
+    x = Extractor.from_settings(config)
     assert found(x, "工单 TKT-4411 已关闭") == [("ticket_id", "TKT-4411")]
     assert found(x, "see TKT-4411") == [("id", "TKT-4411")]  # no context word: the built-in rule
     assert found(x, "ticket TKT-9 reopened") == [("ticket_id", "TKT-9")]
@@ -276,12 +275,12 @@ def test_user_rules_win_over_built_ins_and_may_need_context():
 
 
 def test_an_empty_context_word_is_near_every_match():
-    x = Extractor.from_config(with_extraction(rules=[{"type": "sku", "regex": r"SKU\d+", "context": [""]}]))
+    x = Extractor.from_settings(with_extraction(rules=[{"type": "sku", "regex": r"SKU\d+", "context": [""]}]))
     assert found(x, "SKU12") == [("sku", "SKU12")]
 
 
 def test_user_cues_add_to_the_built_ins():
-    x = Extractor.from_config(with_extraction(cues={"remember": ["划重点"], "later": ["parking lot"],
+    x = Extractor.from_settings(with_extraction(cues={"remember": ["划重点"], "later": ["parking lot"],
                                                     "always": []}))
     assert x.extract("划重点：下周考试", NOW).cues == ["remember"]
     assert x.extract("Parking lot: rename the repo", NOW).cues == ["later"]
@@ -297,12 +296,12 @@ def test_user_cues_add_to_the_built_ins():
 ])
 def test_a_bad_user_rule_is_a_config_error_naming_it(rules, message):
     with pytest.raises(ConfigError, match=message):
-        Extractor.from_config(with_extraction(rules=rules))
+        Extractor.from_settings(with_extraction(rules=rules))
 
 
 def test_bad_cues_are_config_errors():
     with pytest.raises(ConfigError, match="cues.remember must be a list"):
-        Extractor.from_config(with_extraction(cues={"remember": "记住"}))
+        Extractor.from_settings(with_extraction(cues={"remember": "记住"}))
     with pytest.raises(ConfigError, match="unknown kind"):
         Extractor(cues={"urgent": ["asap"]})
 
@@ -311,13 +310,13 @@ def test_the_extraction_section_loads_from_config_yaml(tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text("extraction:\n  rules:\n    - {type: ticket_id, regex: 'TKT-\\d+'}\n"
                     "  importance:\n    first: 3\n", encoding="utf-8")
-    config = load_config(path)
-    assert config["extraction"]["cues"] == {"remember": [], "later": [], "always": []}
-    assert found(Extractor.from_config(config), "TKT-7") == [("ticket_id", "TKT-7")]
-    assert importance(Extraction([], [], []), position="first", config=config)[0] == 4.0
+    extraction = load_settings(path).extraction
+    assert extraction.cues == Cues(remember=(), later=(), always=())
+    assert found(Extractor.from_settings(extraction), "TKT-7") == [("ticket_id", "TKT-7")]
+    assert importance(Extraction([], [], []), position="first", points=extraction.importance)[0] == 4.0
     path.write_text("extraction:\n  importance:\n    urgent: 9\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="unknown setting 'urgent'"):
-        load_config(path)
+        load_settings(path)
 
 
 # ---------------------------------------------------------------- importance
@@ -343,17 +342,16 @@ def test_importance_adds_cue_content_and_position_points(extraction, position, s
 
 
 def test_importance_points_come_from_the_config_and_clamp_at_zero():
-    config = with_extraction(importance={**defaults()["extraction"]["importance"],
-                                         "content_plain": -4, "first": 0.5})
-    assert importance(ext(), position="first", config=config) == (
+    points = with_extraction(importance={"content_plain": -4, "first": 0.5}).importance
+    assert importance(ext(), position="first", points=points) == (
         0.0, [("content: plain", -4.0), ("position: first", 0.5), ("clamped to 0..10", 3.5)])
 
 
 def test_importance_follows_an_edited_config():
-    config = with_extraction()
-    assert importance(ext(), position="first", config=config)[0] == 3.0
-    config["extraction"]["importance"]["first"] = 5
-    assert importance(ext(), position="first", config=config)[0] == 6.0
+    points = with_extraction().importance
+    assert importance(ext(), position="first", points=points)[0] == 3.0
+    points = dataclasses.replace(points, first=5)
+    assert importance(ext(), position="first", points=points)[0] == 6.0
 
 
 def test_importance_rejects_an_unknown_position():

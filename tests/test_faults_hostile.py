@@ -180,12 +180,12 @@ def test_a_huge_or_corrupt_config_cache_is_ignored(vault, damage):
     config = vault.state / "config.yaml"
     config.write_text(config.read_text().replace("  limit: 10", "  limit: 7"))
     (vault.state / "cache" / "config.json").write_text(json.dumps(damage(cache_entry(vault))))
-    assert Vault(vault.root).config["ranking"]["limit"] == 7
+    assert Vault(vault.root).settings.ranking.limit == 7
 
 
 def test_a_whole_config_cache_is_used(vault):
     (vault.state / "cache" / "config.json").write_text(json.dumps(with_limit(cache_entry(vault), 4)))
-    assert Vault(vault.root).config["ranking"]["limit"] == 4  # config.yaml was not read again
+    assert Vault(vault.root).settings.ranking.limit == 4  # config.yaml was not read again
 
 
 # --- 2. out-of-range times and scores in one note --------------------------------------------

@@ -2,18 +2,19 @@
 what the process wrote before (issue 12), and what it sees must stay what a fresh process sees."""
 
 import datetime as dt
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import numpy as np
 
 import vaultmem.store.index.records as records_module
 import vaultmem.store.index.snapshot as snapshot_module
 from vaultmem import Vault
+from vaultmem.settings import default_settings
 from vaultmem.write.episodes import new_day_note, with_lines
 from vaultmem.store.index.records import LINK_PREFIX, appended_record, build_record, decode_terms, link_key
 
 TOPICS = ["invoice", "contract", "server", "deploy", "budget", "meeting", "ticket", "release"]
-DEFAULTS = {"score": 5.0, "lifecycle": "", "namespace": "shared"}
+DEFAULTS = replace(default_settings().defaults, lifecycle="")
 
 
 def _turns(vault: Vault, n: int, start: int = 0) -> None:

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from vaultmem import Vault
 from vaultmem.surfaces.cli import app
-from vaultmem.config import defaults
+from vaultmem.settings import default_settings
 from vaultmem.surfaces.console import fast_remember
 from vaultmem.errors import PolicyViolation, VaultmemError
 from vaultmem.write.policy import Policy
@@ -299,10 +299,10 @@ PROSE = [
 
 @pytest.mark.parametrize(("text", "secret"), PASSWORDS)
 def test_plain_password_phrasings_are_redacted(text, secret):
-    cleaned, findings = Policy.from_config(defaults()).clean(text)
+    cleaned, findings = Policy.from_settings(default_settings().policy).clean(text)
     assert secret not in cleaned and [f.kind for f in findings] == ["password"], cleaned
 
 
 @pytest.mark.parametrize("text", PROSE)
 def test_prose_about_passwords_keeps_its_words(text):
-    assert Policy.from_config(defaults()).clean(text) == (text, [])
+    assert Policy.from_settings(default_settings().policy).clean(text) == (text, [])

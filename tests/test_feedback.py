@@ -239,7 +239,7 @@ def test_adaptive_lambda_learns_from_pins_and_is_off_by_default(vault):
     assert [e["id"] for e in report["events"]] == [kept] and report["events"][0]["counted"]
     fixed = vault.recall("Foxtrot lighthouse", now=NOW, record_access=False)[0]
     assert fixed.id == other and fixed.decay == pytest.approx(0.5 ** (60 / 30), abs=1e-6)
-    vault.config["ranking"]["lambda"] = "adaptive"
+    vault.configure("ranking", lambda_mode="adaptive")
     adaptive = vault.recall("Foxtrot lighthouse", now=NOW, record_access=False)[0]
     assert adaptive.decay == pytest.approx(math.exp(-report["lambda"] * 60), abs=1e-5) and adaptive.decay > fixed.decay
     vault.unpin(kept, now=NOW + 1)

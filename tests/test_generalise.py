@@ -55,7 +55,7 @@ def test_memories_alike_in_length_keep_the_light_normalisation(sample):
                                              ("sometimes", False)])
 def test_bm25_b_is_auto_or_a_share(vault, value, fits):
     if fits:
-        assert _with_settings(vault, f"ranking:\n  bm25_b: {value}\n").config["ranking"]["bm25_b"] == value
+        assert _with_settings(vault, f"ranking:\n  bm25_b: {value}\n").settings.ranking.bm25_b == value
     else:
         with pytest.raises(ConfigError, match="ranking.bm25_b must be a number from 0 to 1, or auto"):
             _with_settings(vault, f"ranking:\n  bm25_b: {value}\n")
@@ -73,7 +73,7 @@ def test_messages_that_only_name_one_url_stay_separate_memories(vault):
 
 
 def test_statements_of_one_invoice_merge_until_the_note_reaches_the_cap(vault):
-    cap = vault.config["write"]["merge_cap"]
+    cap = vault.settings.write.merge_cap
     results = [vault.remember(f"Invoice INV-2024-0042: reminder number {i} went to the customer's office",
                               timestamp=f"2026-11-{i + 1:02d}T09:00:00+00:00") for i in range(20)]
     assert results[1].action == "merged" and results[1].id == results[0].id
@@ -86,7 +86,7 @@ def test_statements_of_one_invoice_merge_until_the_note_reaches_the_cap(vault):
 def test_a_long_message_naming_an_invoice_is_its_own_memory_but_a_statement_of_it_merges(vault):
     first = vault.remember("Invoice INV-2024-001 sent to the customer")
     long_message = ("We talked through the quarter for a long while. " * 8) + "INV-2024-001 came up once."
-    assert len(long_message) > vault.config["write"]["statement_chars"]
+    assert len(long_message) > vault.settings.write.statement_chars
     assert vault.remember(long_message).id != first.id
     paid = vault.remember("Payment received for INV-2024-001")
     assert (paid.action, paid.id) == ("merged", first.id)
@@ -124,7 +124,7 @@ def test_beside_an_assistant_a_fact_told_in_a_question_is_not_pushed_down(vault,
     spread = {h.id: h.final for h in vault.recall(question, limit=3, record_access=False)}
     monkeypatch.setattr(recall_module, "length_spread", lambda snap: 0.0)  # as between two people
     alike = {h.id: h.final for h in vault.recall(question, limit=3, record_access=False)}
-    weight = vault.config["ranking"]["weights"]["question"]
+    weight = vault.settings.ranking.weights["question"]
     assert spread[flying] - alike[flying] == pytest.approx(-weight, abs=1e-4)
     assert spread[friend] == pytest.approx(alike[friend], abs=1e-4)
 

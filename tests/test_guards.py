@@ -41,7 +41,7 @@ def test_the_tags_weight_adds_its_share_to_the_final_score(vault):
     other = vault.remember(text + " without fail", tags=["ops"], timestamp=WHEN)
     hits = {h.id: h for h in vault.recall("billing invoices", now=NOW, record_access=False)}
     assert hits[tagged.id].channels["tags"] == 0.5 and hits[other.id].channels["tags"] == 0.0
-    weights = vault.config["ranking"]["weights"]
+    weights = vault.settings.ranking.weights
     assert weights["tags"] == 0.5
     contribution = sum(weights[c] * (hits[tagged.id].channels[c] - hits[other.id].channels[c]) for c in weights
                        if c != "tags")
@@ -62,7 +62,7 @@ def test_the_restatements_on_either_side_of_the_threshold_are_where_the_test_nee
 
 @pytest.mark.parametrize(("new", "action"), [(JUST_ABOVE, "merged"), (JUST_BELOW, "created")])
 def test_a_restatement_merges_at_the_near_duplicate_threshold_and_not_below_it(vault, new, action):
-    assert float(vault.config["write"]["near_duplicate"]) == 0.9
+    assert float(vault.settings.write.near_duplicate) == 0.9
     old = vault.remember(OLD, timestamp="2026-11-01T09:00:00+00:00")
     result = vault.remember(new, timestamp="2026-11-03T09:00:00+00:00")  # a day later: it strengthens the note
     assert result.action == action

@@ -35,7 +35,7 @@ def test_star_reads_every_namespace(spaces):
 
 
 def test_the_vaults_default_namespace_is_the_callers_own(spaces):
-    spaces.config["defaults"]["namespace"] = "support-bot"
+    spaces.configure("defaults", namespace="support-bot")
     assert _spaces(spaces.recall("release train")) == {"shared", "support-bot"}
 
 

@@ -8,7 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vaultmem.config import defaults, load_config
+import dataclasses
+
+from vaultmem.settings import default_settings, load_settings
 from vaultmem.errors import ConfigError, PolicyViolation
 from vaultmem.write.policy import DETECTORS, Finding, Policy
 
@@ -108,11 +110,12 @@ ORDINARY = [
 
 @pytest.fixture
 def policy() -> Policy:
-    return Policy.from_config(defaults())
+    return Policy.from_settings(default_settings().policy)
 
 
 def policy_with(**settings) -> Policy:
-    return Policy.from_config({"policy": settings})
+    """The policy of the default settings with these changed, unchecked: Policy's own checks are tested."""
+    return Policy.from_settings(dataclasses.replace(default_settings().policy, **settings))
 
 
 def sha(secret: str) -> str:
@@ -184,14 +187,14 @@ def test_findings_never_carry_the_secret(policy):
 
 @given(st.text(max_size=200))
 def test_clean_is_total_and_idempotent(text):
-    p = Policy.from_config(defaults())
+    p = Policy.from_settings(default_settings().policy)
     once, _ = p.clean(text)
     assert p.clean(once) == (once, [])
 
 
 @given(st.from_regex(r"[A-Za-z0-9!@#$%^&*+=_-]{8,24}", fullmatch=True).filter(lambda s: not s.isalpha()))
 def test_a_stated_password_never_survives(secret):
-    p = Policy.from_config(defaults())
+    p = Policy.from_settings(default_settings().policy)
     for text in (f"password: {secret}", f"my password is {secret}", f"密码是{secret}，别忘了"):
         cleaned, _ = p.clean(text)
         assert secret not in cleaned
@@ -279,9 +282,9 @@ def test_trust_lists_come_from_config():
 
 
 def test_the_sample_vault_config_builds_the_default_policy():
-    config = load_config(SAMPLE / ".vaultmem" / "config.yaml")
-    assert config["policy"] == defaults()["policy"]
-    assert Policy.from_config(config).clean("password: hunter2") == ("password: ***", [Finding("password", "redact")])
+    settings = load_settings(SAMPLE / ".vaultmem" / "config.yaml")
+    assert settings.policy == default_settings().policy
+    assert Policy.from_settings(settings.policy).clean("password: hunter2") == ("password: ***", [Finding("password", "redact")])
 
 
 def test_a_policy_crosses_into_a_worker_process_intact():

@@ -48,13 +48,13 @@ def rankings(vault: Vault) -> dict[str, list[list[str]]]:
     """Each query's hits as [title, repr(final), repr(effective), repr(decay), channels], both fusions."""
     out = {}
     for fusion in ("weighted", "rrf"):
-        vault.config["ranking"]["fusion"] = fusion
+        vault.configure("ranking", fusion=fusion)
         for text, tags in QUERIES:
             hits = vault.recall(text, tags=tags, now=NOW, record_access=False, limit=8)
             out[f"{fusion}|{text}|{','.join(tags)}"] = [
                 [h.title, repr(h.final), repr(h.effective), repr(h.decay), {k: repr(v) for k, v in h.channels.items()}]
                 for h in hits]
-    vault.config["ranking"]["fusion"] = "weighted"
+    vault.configure("ranking", fusion="weighted")
     return out
 
 

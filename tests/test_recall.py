@@ -207,11 +207,11 @@ def test_feedback_lifts_candidates_that_share_the_best_memory_s_words(vault):
     vault.remember("Vet visit moved to Monday for the rabies shot")
     vault.remember("Vet bills are due")
     vault.remember("Rabies shots for the cat")
-    vault.config["ranking"]["feedback_docs"] = 1  # the best memory alone votes
+    vault.configure("ranking", feedback_docs=1)  # the best memory alone votes
     ranked = [h.content for h in vault.recall("puppy vet")]
     assert ranked == ["The vet said the puppy needs a rabies shot", "Vet visit moved to Monday for the rabies shot",
                       "Vet bills are due"]  # "rabies shot" came from the best memory; the cat note has no query word
-    vault.config["ranking"]["feedback_weight"] = 0.0
+    vault.configure("ranking", feedback_weight=0.0)
     assert [h.content for h in vault.recall("puppy vet")][1] == "Vet bills are due"  # the shorter one, without
 
 
@@ -275,7 +275,7 @@ def test_recall_never_returns_a_memory_whose_file_is_gone(vault):
     (vault.root / gone.path).unlink()  # deleted in Obsidian; no refresh yet
     data = note("01JNEVERWRITTEN", "Deploy window is Monday 09:00 for the billing service").encode()
     vault.index.upsert([build_record(data, "memories/never written.md", "memory", "memories", (0, len(data)),
-                                     vault.config["defaults"])])  # a killed batch's early row
+                                     vault.settings.defaults)])  # a killed batch's early row
     assert [h.id for h in vault.recall("deploy window service")] == [kept.id]
     vault.refresh()  # (recall itself caught up: the deletion changed the folder's time)
     assert not vault.index.select_notes("path IN (?, ?)", (gone.path, "memories/never written.md"))

@@ -29,8 +29,8 @@ def test_init_twice_keeps_a_users_config(tmp_path):
     cfg = v.root / ".vaultmem/config.yaml"
     cfg.write_text("defaults:\n  score: 7.0\n", encoding="utf-8")
     again = Vault.init(tmp_path / "v")
-    assert again.config["defaults"]["score"] == 7.0
-    assert again.config["defaults"]["lifecycle"] == "note"
+    assert again.settings.defaults.score == 7.0
+    assert again.settings.defaults.lifecycle == "note"
 
 
 def test_opening_a_folder_that_is_not_a_vault_says_how_to_fix_it(tmp_path):
@@ -157,10 +157,10 @@ def test_show_by_title_and_path(vault):
 
 
 def test_a_config_edit_is_seen_by_the_next_open(vault):
-    assert Vault(vault.root).config["ranking"]["limit"] == 10  # parsed, then cached
+    assert Vault(vault.root).settings.ranking.limit == 10  # parsed, then cached
     cfg = vault.root / ".vaultmem/config.yaml"
     cfg.write_text(cfg.read_text(encoding="utf-8").replace("  limit: 10", "  limit: 3"), encoding="utf-8")
-    assert Vault(vault.root).config["ranking"]["limit"] == 3
+    assert Vault(vault.root).settings.ranking.limit == 3
     cfg.write_text("ranking:\n  colour: blue\n", encoding="utf-8")
     from vaultmem import ConfigError
 

@@ -194,6 +194,12 @@ def defaults() -> dict[str, Any]:
     return _load_yaml(CONFIG_TEMPLATE)
 
 
+def merged_over(over: dict[str, Any], where: str) -> dict[str, Any]:
+    """`over` (settings as config.yaml holds them) on top of the defaults, each checked;
+    ConfigError naming `where` and the setting."""
+    return _merge(defaults(), over, where)
+
+
 def _merge(base: dict[str, Any], over: dict[str, Any], where: str, section: str = "") -> dict[str, Any]:
     """`over` on top of `base`, each setting checked against its default (ConfigError naming it).
     Only what `over` lacks is copied from `base` (the cached settings lack nothing)."""
@@ -361,4 +367,6 @@ def _digest(key: list, config: dict[str, Any]) -> str:
     return hashlib.blake2b(json.dumps([key, config]).encode("utf-8"), digest_size=16).hexdigest()
 
 
-__all__ = ["CONFIG_TEMPLATE", "MAX_CONFIG_BYTES", "defaults", "load_config"]
+
+
+__all__ = ["CONFIG_TEMPLATE", "MAX_CONFIG_BYTES", "defaults", "load_config", "merged_over"]

@@ -53,7 +53,7 @@ class Vault(Store):
         from .write.extract import Extractor
         from .write.memorable import reasons
 
-        extractor = self.reused("extractor", None, lambda: Extractor.from_config(self.config))
+        extractor = self.reused("extractor", None, lambda: Extractor.from_settings(self.settings.extraction))
         return reasons(extractor.extract(text, parse_time(None)), text)
 
     def add_entity(self, name: str, aliases: Iterable[str] = (), tags: Iterable[str] = ()) -> tuple[str, str]:
@@ -191,7 +191,7 @@ class Vault(Store):
         from .lifecycle.forget import Selection, forget_where
         from .recall.ranking import visible_namespaces
 
-        names = visible_namespaces(self.config, namespace)
+        names = visible_namespaces(self.settings, namespace)
         selection = Selection(tuple(ids), tuple(tags), query, since, until, source,
                               None if names is None else tuple(names))
         return forget_where(self, selection, reason, dry_run=dry_run, hard=hard, now=now)
@@ -231,7 +231,7 @@ class Vault(Store):
         writes or uses answer exact lookups first and weigh in recall (recall/workingset.py). Returns it."""
         from .recall.workingset import WorkingSet
 
-        self.working_set = WorkingSet(int(size or self.config["working_set"]["size"]))
+        self.working_set = WorkingSet(int(size or self.settings.working_set.size))
         return self.working_set
 
     def resolve(self, ref: str) -> dict[str, Any]:

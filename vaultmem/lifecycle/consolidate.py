@@ -30,6 +30,7 @@ The sources are never edited: they keep decaying as before.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import math
@@ -45,6 +46,7 @@ from ..store.events import append_events, log_files
 from ..text import terms as text
 
 if TYPE_CHECKING:
+    from ..settings import ConsolidateSettings
     from ..store.store import Store
 
 SOURCE = "consolidation"
@@ -233,13 +235,13 @@ def group_gists(gists: list[tuple[str, frozenset[str]]], coverage: float,
 
 
 # -- the vault half ---------------------------------------------------------------------------------
-def settings(vault: Store, min_repeats: int | None = None) -> dict[str, Any]:
+def settings(vault: Store, min_repeats: int | None = None) -> ConsolidateSettings:
     """The `consolidate` settings, with a caller's --min over the configured one."""
-    cfg = dict(vault.config["consolidate"])
+    cfg = vault.settings.consolidate
     if min_repeats is not None:
         if min_repeats < 2:
             raise VaultmemError("--min must be 2 or more: one note is no repetition")
-        cfg["min_repeats"] = min_repeats
+        cfg = dataclasses.replace(cfg, min_repeats=min_repeats)
     return cfg
 
 
@@ -249,13 +251,13 @@ def consolidate(vault: Store, dry_run: bool = False, min_repeats: int | None = N
     cfg = settings(vault, min_repeats)
     with vault.index.writing():
         vault.index.catch_up()
-        rows = _candidates(vault, cfg["types"])
+        rows = _candidates(vault, cfg.types)
         gists = [(_scope(r), gist(text.plain_text(r["body"]), r["links"])) for r in rows]
         report = Report(dry_run, len(rows))
         existing = _consolidated(vault)
         recorded = _recorded(vault)
-        for positions, core in group_gists(gists, float(cfg["coverage"]), int(cfg["min_shared"])):
-            if len(positions) < int(cfg["min_repeats"]):
+        for positions, core in group_gists(gists, float(cfg.coverage), int(cfg.min_shared)):
+            if len(positions) < int(cfg.min_repeats):
                 continue
             group = _group([rows[p] for p in positions], core)
             _decide(group, existing, recorded)

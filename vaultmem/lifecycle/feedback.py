@@ -113,12 +113,12 @@ def strength_ratio(vault: Store, row: dict[str, Any], now: float) -> tuple[float
     """(effective / initial strength, hours since the write) of a note now, as a fixed-λ recall would
     rate it (its uses, its feedback and its own half-life and floor included); initial = its score."""
     uses, last_use, up, down, scaled = vault.index.usage(row["id"])
-    cfg, reward = vault.config["ranking"], vault.config["reinforcement"]
+    cfg, reward = vault.settings.ranking, vault.settings.reinforcement
     policy = _policy(row)
-    half_life = policy.get("half_life_hours") or scoring.half_life_hours(row["lifecycle"], vault.config["half_life_hours"])
-    weight = rules.feedback_weight(up - down, cfg["feedback_scale"], cfg["feedback_max_weight"]) * rules.decay_scale(scaled)
-    eff, _ = scoring.effective(row["score"], uses, row["ts"], last_use, now, half_life, reward["reward"],
-                               reward["max_reward"], weight, policy.get("decay_floor", 0.0))
+    half_life = policy.get("half_life_hours") or scoring.half_life_hours(row["lifecycle"], vault.settings.half_life_hours)
+    weight = rules.feedback_weight(up - down, cfg.feedback_scale, cfg.feedback_max_weight) * rules.decay_scale(scaled)
+    eff, _ = scoring.effective(row["score"], uses, row["ts"], last_use, now, half_life, reward.reward,
+                               reward.max_reward, weight, policy.get("decay_floor", 0.0))
     initial = float(row["score"])
     ratio = float(eff) / initial if initial > 0 else 0.0
     return (ratio if math.isfinite(ratio) else 0.0), max((now - row["ts"]) / scoring.SECONDS_PER_HOUR, 0.0)

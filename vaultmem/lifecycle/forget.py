@@ -149,7 +149,7 @@ def commit_moves(vault: Store, moved: list[tuple[dict, str]], lines: list[str], 
     `write.episodes` is off), one index upsert of the new files and the day note, one audit batch."""
     when = dt.datetime.fromtimestamp(stamp).astimezone()
     records: dict[str, Any] = {}
-    if lines and vault.config["write"]["episodes"]:
+    if lines and vault.settings.write.episodes:
         append_episodes(vault, [_Line(when, line) for line in lines], records=records)
     records.update((to, vault.record_for(vault.root / to)) for _, to in moved if to)
     vault.index.upsert(list(records.values()), gone=[row["path"] for row, _ in moved])

@@ -84,7 +84,7 @@ def gc(vault: Store, strength: Strength, *, dry_run: bool = False, include_user:
     `strength` rates documents as ranking does. Each note listed carries `effective` (its score now)
     and `last_use` (ISO time, None if never)."""
     stamp = time.time() if now is None else now
-    threshold, days = float(vault.config["gc"]["threshold"]), float(vault.config["gc"]["unused_days"])
+    threshold, days = float(vault.settings.gc.threshold), float(vault.settings.gc.unused_days)
     reason = f"gc: effective score below {threshold:g} and unused for {days:g} days"
     with writing(vault, dry_run):
         vault.index.catch_up()

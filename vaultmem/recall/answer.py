@@ -166,7 +166,7 @@ def ask(vault: Store, question: str, *, min_confidence: float | None = None, **r
     if best is None or best.confidence < threshold:
         return Answer(question=question, answered=False, answer="", confidence=round(best.confidence, 3) if best else 0.0,
                       candidates=shown, reason=_declined(parsed, best, threshold))
-    if vault.config["reinforcement"]["record_access"] if record is None else record:
+    if vault.settings.reinforcement.record_access if record is None else record:
         vault.record_access([best.hit.id], recall_options.get("now"))
     h = best.hit
     return Answer(question=question, answered=True, answer=best.value, confidence=round(best.confidence, 3),
@@ -221,7 +221,7 @@ def _ranked(vault: Store, parsed: _Question, hits: list[Hit]) -> list[_Candidate
     """Candidates, one per distinct value (its best support), best first, the margin applied."""
     from ..write.extract import Extractor
 
-    extractor = vault.reused("extractor", None, lambda: Extractor.from_config(vault.config))
+    extractor = vault.reused("extractor", None, lambda: Extractor.from_settings(vault.settings.extraction))
     found = [c for hit in hits for c in _candidates(extractor, parsed, hit)]
     old = _superseded_values(vault, [c.value for c in found if c.origin == "text"])
     best: dict[str, _Candidate] = {}

@@ -184,7 +184,7 @@ def _secrets(vault: Store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     (never the secret itself)."""
     from ..write.policy import Policy
 
-    policy = vault.reused("policy", None, lambda: Policy.from_config(vault.config))  # the writer's own
+    policy = vault.reused("policy", None, lambda: Policy.from_settings(vault.settings.policy))  # the writer's own
     found = []
     for r in rows:
         kinds = policy.note_secrets(r["title"], r["body"], r["value"], r["source"], r["tags"], r["aliases"])
@@ -234,13 +234,13 @@ def _duplicate_memories(vault: Store, rows: list[dict[str, Any]]) -> list[dict[s
     """Live memories that restate each other, oldest first (superseded and archived ones are history)."""
     from ..text.dedup import duplicate_groups
 
-    settings = vault.config["write"]
+    settings = vault.settings.write
     live = sorted((r for r in rows if r["kind"] == "memory" and r["status"] in ("active", "candidate")
                    and not r["error"]), key=lambda r: (r["ts"], r["path"]))
     # the index holds each note's keys as the pipeline made them (one schema: one key scheme)
     return duplicate_groups(((r["path"], r["namespace"], r["fp"], r["type"], r["value"], text.plain_text(r["body"]),
                               r["sketch"] or None) for r in live),
-                            settings["merge_types"], float(settings["near_duplicate"]))
+                            settings.merge_types, float(settings.near_duplicate))
 
 
 def _drift(vault: Store) -> dict[str, int]:

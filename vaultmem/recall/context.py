@@ -129,11 +129,11 @@ def weave(vault: Store, query: str, budget_tokens: int = DEFAULT_BUDGET, **recal
 
     hits = [h for h in recall(vault, Query(text=query, record_access=False, **recall_options))
             if h.status not in LEFT_OUT]
-    likeness = float(vault.config["write"]["near_duplicate"])
+    likeness = float(vault.settings.write.near_duplicate)
     shown, dropped = _fit(_runs(_distinct(hits, likeness)), budget_tokens)
     block = "\n".join(item.line for item in shown)
     if record is None:
-        record = vault.config["reinforcement"]["record_access"]
+        record = vault.settings.reinforcement.record_access
     if record and shown:
         vault.record_access([i for item in shown for i in item.ids], recall_options.get("now"))
     return Context(query=query, text=block, items=shown, tokens=estimate_tokens(block), budget=budget_tokens,

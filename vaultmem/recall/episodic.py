@@ -13,6 +13,7 @@ from ..text import scoring
 from ..text.scoring import top_k
 
 if TYPE_CHECKING:
+    from ..settings import RankingSettings
     from ..store.index.snapshot import Snapshot
 
 __all__ = ["contiguity", "episode_order", "episode_relevance"]
@@ -80,7 +81,7 @@ def _episode_lengths(snap: Snapshot, visible: np.ndarray) -> tuple[np.ndarray, f
 
 
 def episode_relevance(snap: Snapshot, visible: np.ndarray, docs: np.ndarray,
-                       lists: list[tuple[str, np.ndarray, np.ndarray]], cfg: dict) -> np.ndarray:
+                       lists: list[tuple[str, np.ndarray, np.ndarray]], cfg: RankingSettings) -> np.ndarray:
     """How relevant each candidate's whole episode (session) is: BM25 of the query over the episode's
     visible memories taken as one text, scaled so the best episode is 1; 0 for memories that name
     no episode. An episode whose memories share the query's words between them rises together."""
@@ -92,5 +93,5 @@ def episode_relevance(snap: Snapshot, visible: np.ndarray, docs: np.ndarray,
     for _, term_docs, tf in lists:
         seen = visible[term_docs]
         totals += scoring.group_bm25(codes[term_docs[seen]], tf[seen], lengths, avg_len, filled,
-                                     cfg["bm25_k1"], cfg["bm25_b"])
+                                     cfg.bm25_k1, cfg.bm25_b)
     return scoring.normalise(totals)[codes[docs]].astype(np.float32)

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..settings import FrozenMap
 from ..text import decay as rules
 
 if TYPE_CHECKING:
+    from ..settings import RankingSettings, Settings
     from ..store.index.snapshot import Snapshot
     from ..store.store import Store
 
@@ -38,17 +40,17 @@ class Prior:
     undecayed: np.ndarray
 
 
-def ranking_config(vault: Store) -> dict[str, Any]:
+def ranking_config(vault: Store) -> Settings:
     """The vault's settings for one recall: with `ranking.lambda: adaptive` and pins to learn from,
     the `note` and `default` half-lives are the estimate's (SPEC: note/default share one λ)."""
-    config = vault.config
-    if config["ranking"]["lambda"] != "adaptive":
-        return config
+    settings = vault.settings
+    if settings.ranking.lambda_mode != "adaptive":
+        return settings
     estimate = lambda_estimate(vault)["lambda"]
     if estimate is None:
-        return config
+        return settings
     hours = math.log(2) / estimate
-    return {**config, "half_life_hours": {**config["half_life_hours"], "note": hours, "default": hours}}
+    return replace(settings, half_life_hours=FrozenMap({**settings.half_life_hours, "note": hours, "default": hours}))
 
 
 def lambda_estimate(vault: Store) -> dict[str, Any]:
@@ -58,8 +60,8 @@ def lambda_estimate(vault: Store) -> dict[str, Any]:
     mind, not a judgement of the note's age). Returns {"lambda" (per hour, or None), "half_life_hours",
     "bounds_hours", "enabled", "events": [{id, ts, ratio, age_hours, lambda, counted, log}]}.
     """
-    cfg = vault.config["ranking"]
-    bounds = tuple(float(b) for b in cfg["adaptive_half_life_hours"])
+    cfg = vault.settings.ranking
+    bounds = tuple(float(b) for b in cfg.adaptive_half_life_hours)
     events = vault.index.pin_events()
     counted = []
     for n, ev in enumerate(events):
@@ -70,11 +72,11 @@ def lambda_estimate(vault: Store) -> dict[str, Any]:
             if ev["counted"]:
                 counted.append((ev["ratio"], ev["age_hours"]))
     estimate = rules.estimate_lambda(counted, bounds)  # type: ignore[arg-type]
-    return {"enabled": cfg["lambda"] == "adaptive", "lambda": estimate, "bounds_hours": list(bounds),
+    return {"enabled": cfg.lambda_mode == "adaptive", "lambda": estimate, "bounds_hours": list(bounds),
             "half_life_hours": math.log(2) / estimate if estimate else None, "events": events}
 
 
-def note_decay(snap: Snapshot, docs: np.ndarray, half_lives: np.ndarray, cfg: dict[str, Any]
+def note_decay(snap: Snapshot, docs: np.ndarray, half_lives: np.ndarray, cfg: RankingSettings
                ) -> tuple[np.ndarray, np.ndarray | float, np.ndarray | float]:
     """(half-life, decay floor, feedback weight) of each candidate: the lifecycle's half-life unless
     the note sets its own (inf when pinned); floor 0 and weight 1 for notes without them."""
@@ -96,9 +98,9 @@ def note_decay(snap: Snapshot, docs: np.ndarray, half_lives: np.ndarray, cfg: di
     return half_lives, floor, weight
 
 
-def _weights(net: np.ndarray, cfg: dict[str, Any]) -> np.ndarray:
+def _weights(net: np.ndarray, cfg: RankingSettings) -> np.ndarray:
     """decay.feedback_weight over an array of net counts."""
-    scale, top = float(cfg["feedback_scale"]), float(cfg["feedback_max_weight"])
+    scale, top = float(cfg.feedback_scale), float(cfg.feedback_max_weight)
     if scale <= 0 or top <= 0:
         return np.ones(len(net))
     return np.power(top, np.tanh(net / scale))

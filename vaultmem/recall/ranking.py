@@ -20,10 +20,12 @@ from ..text import scoring
 from ..text.scoring import top_k
 from ..text import terms as text
 from ..errors import VaultmemError
+from ..settings import FrozenMap
 from ..store.index.records import LINK_PREFIX, QUESTION_TERM, TAG_PREFIX
 from ..store.index.snapshot import Snapshot, named_entities
 
 if TYPE_CHECKING:
+    from ..settings import RankingSettings, Settings
     from ..store.store import Store
 
 HIDDEN_STATUSES = ("superseded", "archived", "candidate")
@@ -94,7 +96,7 @@ class Hits(list):
         self.suppressed = suppressed or []
 
 
-def visible_namespaces(config: dict[str, Any], given: str | list[str] | None) -> list[str] | None:
+def visible_namespaces(settings: Settings, given: str | list[str] | None) -> list[str] | None:
     """The namespaces a recall reads (None: every one).
 
     Given none, a caller reads `shared` and its own namespace, never other agents' private notes: its
@@ -104,7 +106,7 @@ def visible_namespaces(config: dict[str, Any], given: str | list[str] | None) ->
     a list) reads every namespace, as a person reviewing the vault may; any other name reads only it.
     """
     if given is None:
-        own = os.environ.get("VAULTMEM_NAMESPACE", "").strip() or str(config["defaults"]["namespace"])
+        own = os.environ.get("VAULTMEM_NAMESPACE", "").strip() or str(settings.defaults.namespace)
         # "": a note whose frontmatter cannot be read has no namespace, and must not drop out of recall
         return list(dict.fromkeys([SHARED, own, ""]))
     names = [given] if isinstance(given, str) else list(given)
@@ -115,16 +117,16 @@ def recall(vault: Store, query: Query) -> Hits:
     """Rank the vault's memories for a query; records access events for the hits when configured.
 
     It reads the namespaces of visible_namespaces(): by default `shared` and the caller's own."""
-    query = replace(query, namespace=visible_namespaces(vault.config, query.namespace))
+    query = replace(query, namespace=visible_namespaces(vault.settings, query.namespace))
     config = hindsight.ranking_config(vault)
-    cfg = config["ranking"]
-    limit = int(query.limit or cfg["limit"])
+    cfg = config.ranking
+    limit = int(query.limit or cfg.limit)
     now = time.time() if query.now is None else query.now
     vault.index.catch_up(wait=False)  # a clone, a pull, a copied note: seen without a full refresh
     hot = vault.working_set  # a long-lived process's working set: the `working` channel (recall/workingset.py)
     if hot is not None:
-        config = {**config, "ranking": {**cfg, "weights": {**cfg["weights"], "working": vault.config["working_set"]["weight"]}}}
-        cfg = config["ranking"]
+        cfg = replace(cfg, weights=FrozenMap({**cfg.weights, "working": vault.settings.working_set.weight}))
+        config = replace(config, ranking=cfg)
     for _ in range(3):
         snap = vault.index.snapshot()
         hot_docs = None if hot is None else hot.docs(snap.live, lambda ids: _docs_of(vault, ids))
@@ -136,7 +138,7 @@ def recall(vault: Store, query: Query) -> Hits:
             break
     else:
         raise VaultmemError("the index kept changing during recall; try again")
-    record = vault.config["reinforcement"]["record_access"] if query.record_access is None else query.record_access
+    record = vault.settings.reinforcement.record_access if query.record_access is None else query.record_access
     if record and hits:
         vault.record_access([h.id for h in hits], now)
     if hot is not None and record:  # hits recorded as uses are used: the best one ends most recent
@@ -211,15 +213,15 @@ def _filter(snap: Snapshot, q: Query, docs: np.ndarray) -> np.ndarray:
     return docs
 
 
-def _lexical(snap: Snapshot, lists: list[tuple[str, np.ndarray, np.ndarray]], cfg: dict) -> np.ndarray:
+def _lexical(snap: Snapshot, lists: list[tuple[str, np.ndarray, np.ndarray]], cfg: RankingSettings) -> np.ndarray:
     """BM25 over the query's terms; very common ones are skipped when rarer ones exist."""
     scores = np.zeros(snap.size, dtype=np.float32)
     n = max(snap.n_live, 1)
-    common = cfg["common_term_ratio"] * n
+    common = cfg.common_term_ratio * n
     rare = [item for item in lists if len(item[1]) <= common]
     avg_len = snap.avg_len
     for _, docs, tf in (rare or lists):
-        weight = scoring.bm25(tf, snap.doclen[docs], avg_len, scoring.idf(len(docs), n), cfg["bm25_k1"], cfg["bm25_b"])
+        weight = scoring.bm25(tf, snap.doclen[docs], avg_len, scoring.idf(len(docs), n), cfg.bm25_k1, cfg.bm25_b)
         scores[docs] += weight
     return scores
 
@@ -267,7 +269,7 @@ def _count(snap: Snapshot, lists: list[np.ndarray]) -> np.ndarray:
     return counts
 
 
-def _rank(snap: Snapshot, q: Query, config: dict, now: float, rows: Callable[..., dict | None],
+def _rank(snap: Snapshot, q: Query, config: Settings, now: float, rows: Callable[..., dict | None],
           hot: np.ndarray | None = None):
     """Candidates with their channel values, effective strength and decay; None when nothing matches.
 
@@ -276,9 +278,9 @@ def _rank(snap: Snapshot, q: Query, config: dict, now: float, rows: Callable[...
     `rows` is Index.rows: feedback reads the text of the first pass's best memories. `hot`: the
     documents of a working set (a `working` channel), None without one.
     """
-    cfg = config["ranking"]
-    if cfg["bm25_b"] == "auto":
-        cfg = {**cfg, "bm25_b": length_b(snap)}
+    cfg = config.ranking
+    if cfg.bm25_b == "auto":
+        cfg = replace(cfg, bm25_b=length_b(snap))
     query_norm = text.normalize(q.text).strip()
     terms = text.query_terms(q.text) if query_norm else []
     lists = [(t, *snap.postings(t)) for t in terms]
@@ -302,11 +304,11 @@ def _rank(snap: Snapshot, q: Query, config: dict, now: float, rows: Callable[...
         return None
     lexical_all = _lexical(snap, lists, cfg) if lists else None
     lexical = lexical_all[docs] if lists else np.zeros(len(docs), dtype=np.float32)
-    if lists and cfg["feedback_weight"] > 0:
-        lexical_all = lexical_all + cfg["feedback_weight"] * _feedback(snap, docs, lexical, terms, cfg, rows)
+    if lists and cfg.feedback_weight > 0:
+        lexical_all = lexical_all + cfg.feedback_weight * _feedback(snap, docs, lexical, terms, cfg, rows)
         lexical = lexical_all[docs]
     contiguity = np.zeros(len(docs), dtype=np.float32)
-    if lists and cfg["weights"].get("contiguity", 0) > 0 and lexical.max() > 0:
+    if lists and cfg.weights.get("contiguity", 0) > 0 and lexical.max() > 0:
         near, lent = episodic.contiguity(snap, docs, lexical / lexical.max())
         if len(near):
             keep = np.isin(near, _filter(snap, q, near))
@@ -340,32 +342,32 @@ def effective_strength(vault: Store) -> Callable[[Snapshot, np.ndarray, float], 
     return lambda snap, docs, now: strength_prior(snap, docs, config, now).effective
 
 
-def strength_prior(snap: Snapshot, docs: np.ndarray, config: dict, now: float) -> hindsight.Prior:
+def strength_prior(snap: Snapshot, docs: np.ndarray, config: Settings, now: float) -> hindsight.Prior:
     """Effective strength and decay of these documents, with their own policy, feedback and decay events
     (what ranking weighs, and what gc compares with its threshold)."""
-    r = config["reinforcement"]
-    half_life, floor, weight = hindsight.note_decay(snap, docs, _half_lives(snap, config["half_life_hours"], docs),
-                                                    config["ranking"])
-    strong = scoring.strength(snap.score[docs], snap.uses[docs], r["reward"], r["max_reward"], weight)
+    r = config.reinforcement
+    half_life, floor, weight = hindsight.note_decay(snap, docs, _half_lives(snap, config.half_life_hours, docs),
+                                                    config.ranking)
+    strong = scoring.strength(snap.score[docs], snap.uses[docs], r.reward, r.max_reward, weight)
     eff, dec = scoring.decayed(strong, snap.ts[docs], snap.last_use[docs], now, half_life, floor)
     return hindsight.Prior(eff, dec, weight, strong)
 
 
-def _weights(cfg: dict, query_text: str, snap: Snapshot) -> dict[str, float]:
-    weights = dict(cfg["weights"])
+def _weights(cfg: RankingSettings, query_text: str, snap: Snapshot) -> dict[str, float]:
+    weights = dict(cfg.weights)
     weights["question"] *= 1.0 - length_spread(snap)
     if _RECENT.search(text.normalize(query_text)):
-        weights["strength"] = cfg["recency_weight"]
+        weights["strength"] = cfg.recency_weight
     return weights
 
 
 def _hits(vault: Store, snap: Snapshot, q: Query, docs, channels, prior: hindsight.Prior, unknown: bool, limit: int,
-          cfg: dict) -> Hits | None:
+          cfg: RankingSettings) -> Hits | None:
     """Fuse, take the best, rescore the short list with rapidfuzz when a query word is unknown
     (typo tolerance), fetch rows; None if the index moved to another generation meanwhile."""
     weights = _weights(cfg, q.text, snap)
     final = _fuse(channels, weights, cfg)
-    fuzzy_n = int(cfg["fuzzy_rescore"]) if unknown else 0
+    fuzzy_n = int(cfg.fuzzy_rescore) if unknown else 0
     wanted = max(limit, fuzzy_n)
     while True:
         scored = _short_list(vault, snap, q, docs, channels, final, top_k(final, wanted, snap.ts[docs]), fuzzy_n, cfg)
@@ -389,13 +391,13 @@ def _hits(vault: Store, snap: Snapshot, q: Query, docs, channels, prior: hindsig
     return None if hidden is None else Hits(hits, hidden)
 
 
-def _fuse(channels: dict[str, np.ndarray], weights: dict[str, float], cfg: dict) -> np.ndarray:
-    if cfg["fusion"] == "rrf":
-        return scoring.fuse_rrf(channels, weights, cfg["rrf_k"])
+def _fuse(channels: dict[str, np.ndarray], weights: dict[str, float], cfg: RankingSettings) -> np.ndarray:
+    if cfg.fusion == "rrf":
+        return scoring.fuse_rrf(channels, weights, cfg.rrf_k)
     return scoring.fuse_weighted(channels, weights)
 
 
-def _short_list(vault: Store, snap: Snapshot, q: Query, docs, channels, final, top, fuzzy_n: int, cfg: dict):
+def _short_list(vault: Store, snap: Snapshot, q: Query, docs, channels, final, top, fuzzy_n: int, cfg: RankingSettings):
     """(score, rank, row, channel parts, doc index) of the top documents whose notes are on disk;
     None if the index moved to another generation meanwhile."""
     rows = vault.index.rows(docs[top], snap.generation)
@@ -414,7 +416,7 @@ def _short_list(vault: Store, snap: Snapshot, q: Query, docs, channels, final, t
         total = float(final[i])
         if fuzzy is not None:
             parts["fuzzy"] = float(fuzzy[j])
-            total += cfg["fuzzy_weight"] * parts["fuzzy"]
+            total += cfg.fuzzy_weight * parts["fuzzy"]
         scored.append((total, j, row, parts, i))
     return scored
 
@@ -447,7 +449,7 @@ _FEEDBACK_SHORTLIST = 2  # feedback candidates whose idf is looked up, per term 
 _MEMO_TERMS = 4096       # memories whose terms a snapshot keeps for feedback
 
 
-def _feedback(snap: Snapshot, docs: np.ndarray, lexical: np.ndarray, terms: list[str], cfg: dict,
+def _feedback(snap: Snapshot, docs: np.ndarray, lexical: np.ndarray, terms: list[str], cfg: RankingSettings,
               rows: Callable[..., dict | None]) -> np.ndarray:
     """Pseudo-relevance feedback: BM25, over the candidates, of the terms that mark the first pass's
     best memories, each weighted by its strength relative to the strongest (so at most 1 per term).
@@ -466,7 +468,7 @@ def _feedback(snap: Snapshot, docs: np.ndarray, lexical: np.ndarray, terms: list
     hit_docs = np.concatenate([d for _, d, _ in parts])
     term_weight = np.concatenate([np.full(len(d), w, dtype=np.float32) for w, d, _ in parts])
     weights = scoring.bm25(np.concatenate([tf for _, _, tf in parts]), snap.doclen[hit_docs], snap.avg_len,
-                           term_weight, cfg["bm25_k1"], cfg["bm25_b"])
+                           term_weight, cfg.bm25_k1, cfg.bm25_b)
     return np.bincount(hit_docs, weights=weights, minlength=snap.size).astype(np.float32)
 
 
@@ -511,19 +513,19 @@ def _desc(value: str) -> tuple[int, ...]:
     return tuple(-ord(ch) for ch in value)
 
 
-def _feedback_terms(snap: Snapshot, docs: np.ndarray, lexical: np.ndarray, terms: list[str], cfg: dict,
+def _feedback_terms(snap: Snapshot, docs: np.ndarray, lexical: np.ndarray, terms: list[str], cfg: RankingSettings,
                     rows: Callable[..., dict | None]) -> list[tuple[float, np.ndarray, np.ndarray]]:
     """(weight, docs, tf) of the feedback_terms strongest terms that are not the query's, strongest
     first: the feedback_docs best memories vote for their terms (scoring.feedback_weights), and a
     vote counts times the term's idf, so words every memory has do not lead."""
-    best = _best_voters(snap, docs, lexical, int(cfg["feedback_docs"]), rows)
+    best = _best_voters(snap, docs, lexical, int(cfg.feedback_docs), rows)
     counts = _memory_terms(snap, docs[best], rows)
     if counts is None:
         return []  # the index moved on: the recall starts again on a new snapshot
     votes = scoring.feedback_weights(counts, [float(lexical[i]) for i in best])
     for term in terms:
         votes.pop(term, None)
-    n_terms, n = int(cfg["feedback_terms"]), max(snap.n_live, 1)
+    n_terms, n = int(cfg.feedback_terms), max(snap.n_live, 1)
     picked = []
     # idf only for the likeliest few: each lookup is a binary search of the term blob
     memo = snap.memo.setdefault("feedback_postings", {})

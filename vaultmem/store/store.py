@@ -12,8 +12,10 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..config import CONFIG_TEMPLATE, load_config
-from ..errors import AmbiguousNote, InvalidValue, NoteNotFound, UnsafePath, VaultmemError, VaultNotFound, WriteConflict
+from ..config import CONFIG_TEMPLATE
+from ..settings import Settings, load_settings
+from ..errors import (AmbiguousNote, ConfigError, InvalidValue, NoteNotFound, UnsafePath, VaultmemError, VaultNotFound,
+                      WriteConflict)
 from ..notes.names import safe_filename
 from .events import append_events, device_id
 from .files import atomic_write
@@ -130,14 +132,14 @@ class Store:
                 raise VaultNotFound(f"{self.root} does not exist; create it with `vaultmem init {path}`")
             raise VaultNotFound(f"{self.root} is not a vaultmem vault (no {STATE_DIR}/); run `vaultmem init {path}`")
         self.state = self.root / STATE_DIR
-        self.config = load_config(self.state / "config.yaml", self.state / "cache" / "config.json")
+        self.settings: Settings = load_settings(self.state / "config.yaml", self.state / "cache" / "config.json")
         self._safe_dirs: set[str] = set()
         self._reused: dict[str, tuple[Any, Any]] = {}
         self._reused_lock = threading.RLock()
         self._root_prefix = os.path.join(str(self.root), "")
-        self.memory_root = self._checked(self.root / str(self.config["memory_root"]))
+        self.memory_root = self._checked(self.root / str(self.settings.memory_root))
         self.folders = {role: self._checked(self.memory_root / name)
-                        for role, name in self.config["folders"].items()}
+                        for role, name in self.settings.folders.roles().items()}
         self.device = device_id()
         self.device_dir = self.state / "devices" / self.device
         self._index: Index | None = None
@@ -202,10 +204,10 @@ class Store:
             if self._index is None:
                 roots = [ScanRoot(self.folders[role], KIND_BY_FOLDER[role], role)
                          for role in ("memories", "entities", "episodes", "inbox", "archive")]
-                idx = self.config["index"]
+                idx = self.settings.index
                 cache = usable_cache(self.state / "cache", self.root)  # elsewhere in a read-only vault
-                self._index = Index(cache, self.root, roots, self.state / "devices", self.config["defaults"],
-                                    idx["compact_min"], idx["compact_ratio"], lock_timeout(idx["lock_timeout"]))
+                self._index = Index(cache, self.root, roots, self.state / "devices", self.settings.defaults,
+                                    idx.compact_min, idx.compact_ratio, lock_timeout(idx.lock_timeout))
             return self._index
 
     def refresh(self, progress: Callable[[int, int], None] | None = None, force: bool = False,
@@ -222,6 +224,22 @@ class Store:
             if cached is None or cached[0] != key:
                 cached = self._reused[name] = (key, build())
             return cached[1]
+
+    def configure(self, section: str, **values: Any) -> Settings:
+        """Change some of one section's settings for this process (config.yaml stays as it is), by
+        field name: `configure("ranking", fusion="rrf")`, `configure("ranking", lambda_mode="adaptive")`.
+        Checked as config.yaml is (ConfigError); what was built from the old settings (the policy, the
+        rule tables) is built again. The folders are laid out when the vault opens: edit config.yaml."""
+        if section == "folders":
+            raise ConfigError("the folders are read when the vault opens: change them in .vaultmem/config.yaml")
+        with self._reused_lock:
+            self.settings = self.settings.with_values(section, **values)
+            self._reused.clear()
+            if self._index is not None:  # what the open index was given
+                idx = self.settings.index
+                self._index.defaults = self.settings.defaults
+                self._index.compact_min, self._index.compact_ratio = idx.compact_min, idx.compact_ratio
+        return self.settings
 
     def close(self) -> None:
         """Release this thread's index connection."""
@@ -260,7 +278,7 @@ class Store:
             data = path.read_bytes()
         st = path.stat()
         kind, role = self.kind_of(path)
-        return build_record(data, self.relpath(path), kind, role, (st.st_mtime_ns, st.st_size), self.config["defaults"],
+        return build_record(data, self.relpath(path), kind, role, (st.st_mtime_ns, st.st_size), self.settings.defaults,
                             sketch, note)
 
     def kind_of(self, path: Path) -> tuple[str, str]:

@@ -220,7 +220,7 @@ def _remember_batch(vault, batch: str, json_out: bool, explain: bool) -> None:
     items = list(read_jsonl(lines))
     for number, item in enumerate(items, 1):
         lifecycle = item.get("lifecycle")
-        check_lifecycle(vault.config, lifecycle if lifecycle is None else str(lifecycle), f"item {number}: lifecycle")
+        check_lifecycle(vault.settings, lifecycle if lifecycle is None else str(lifecycle), f"item {number}: lifecycle")
     update, close = _progress("remembering")
     try:
         # the last memory decided, the notes are written and indexed (a long minute at 100k)
@@ -380,7 +380,7 @@ def ask(
 def _refreshed(vault: Path | None, refresh: bool):
     """The vault, rescanned first (without waiting out another writer) when asked and configured."""
     v = open_vault(vault)
-    if refresh and v.config["index"]["auto_refresh"]:
+    if refresh and v.settings.index.auto_refresh:
         v.refresh(wait=False)
     return v
 

@@ -12,9 +12,12 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import VaultmemError, VaultNotFound
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 VAULT_ENV = ("VAULTMEM_VAULT", "OBSIDIAN_VAULT_PATH")
 HIDDEN_FLAGS = {"include_superseded": "superseded", "include_candidates": "candidate",
@@ -103,9 +106,9 @@ def open_vault(path: Path | str | None):
     return Vault(path)
 
 
-def check_lifecycle(config: dict[str, Any], name: str | None, where: str = "--lifecycle") -> None:
+def check_lifecycle(settings: Settings, name: str | None, where: str = "--lifecycle") -> None:
     """Refuse a lifecycle the config gives no half-life (a typo would silently decay as `default`)."""
-    names = [key for key in config["half_life_hours"] if key != "default"]
+    names = [key for key in settings.half_life_hours if key != "default"]
     if name is not None and name not in names:  # the value is not repeated: it may hold a secret
         raise VaultmemError(f"{where} must be one of {', '.join(names)} (half_life_hours in "
                             ".vaultmem/config.yaml names them)")
@@ -162,7 +165,7 @@ def recall_command(query: str | None, tag: list[str] | None, limit: int | None, 
                    json_out: bool, ids: bool = False) -> None:
     """`vaultmem recall`: refresh, recall, print."""
     v = open_vault(vault)
-    if refresh and v.config["index"]["auto_refresh"]:
+    if refresh and v.settings.index.auto_refresh:
         v.refresh(wait=False)  # during another writer's batch: answer from what is indexed
     flags = {"include_superseded": include_superseded, "include_candidates": include_candidates,
              "include_archived": include_archived}
@@ -225,7 +228,7 @@ def remember_command(text: str | None, tag: list[str] | None, source: str | None
     if not text or not text.strip():
         raise VaultmemError("nothing to remember: give a TEXT ('-' reads it from stdin) or --batch FILE")
     v = open_vault(vault)
-    check_lifecycle(v.config, lifecycle)
+    check_lifecycle(v.settings, lifecycle)
     if refresh:
         v.refresh()
     result = v.remember(text, tags=tag, source=source, lifecycle=lifecycle, score=score, timestamp=timestamp,

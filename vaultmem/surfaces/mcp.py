@@ -219,7 +219,7 @@ class _Freshness:
     def __init__(self, vault: Any, interval: float):
         self.vault = vault
         self.interval = interval
-        self.enabled = bool(vault.config["index"]["auto_refresh"])
+        self.enabled = bool(vault.settings.index.auto_refresh)
         self.last = float("-inf")
         self.running = False
         self.lock = threading.Lock()

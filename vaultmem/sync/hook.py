@@ -128,8 +128,8 @@ def check_staged(vault: Store) -> HookReport:
     from ..write.policy import Policy
 
     _absolute_git_env()
-    report = HookReport(max_deletions=int(vault.config["sync"]["max_deletions"]))
-    policy = vault.reused("policy", None, lambda: Policy.from_config(vault.config))
+    report = HookReport(max_deletions=int(vault.settings.sync.max_deletions))
+    policy = vault.reused("policy", None, lambda: Policy.from_settings(vault.settings.policy))
     staged, report.deleted = _staged(vault)
     for rel, data in zip(staged, _blobs(vault, staged)):
         report.checked += 1
@@ -138,7 +138,7 @@ def check_staged(vault: Store) -> HookReport:
         if line is not None:
             report.conflict_markers.append({"path": rel, "line": line})
         kind, role = vault.kind_of(vault.root / rel)
-        r = build_record(data, rel, kind, role, (0, len(data)), vault.config["defaults"])
+        r = build_record(data, rel, kind, role, (0, len(data)), vault.settings.defaults)
         kinds = policy.note_secrets(r.title, r.body, r.value, r.source, r.tags, r.aliases)
         if kinds:
             report.secrets.append({"path": rel, "kinds": kinds})

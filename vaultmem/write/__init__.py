@@ -8,6 +8,6 @@ processes), batch/ (what a write holds on its way to disk, InFlight, and its fin
 steps; the notes waiting to be written, PendingNotes), policy (secrets and blocked tags), extract
 (typed values and cues), links (entities and wikilinks), episodes (day notes) and memorable (why a
 text is worth keeping). Single writes run through the same Writer, drafts and batch objects. It takes a
-store.Store and may import store/, notes/, text/, vaultmem.config and vaultmem.errors; never
+store.Store and may import store/, notes/, text/, vaultmem.config, vaultmem.settings and vaultmem.errors; never
 recall/, lifecycle/, the facade or a surface.
 """

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from .extract import Extraction, Extractor
     from .links import EntityMatcher
+    from ..settings import Settings
     from .policy import Policy
 
 TITLE_CHARS = 60
@@ -136,17 +137,17 @@ class Drafter:
     """Turns checked items into drafts. Holds only rule tables and settings, so it pickles into
     worker processes; the entity matcher must already know every entity the batch names."""
 
-    def __init__(self, config: dict[str, Any], policy: Policy, extractor: Extractor, matcher: EntityMatcher | None,
+    def __init__(self, settings: Settings, policy: Policy, extractor: Extractor, matcher: EntityMatcher | None,
                  device: str, explain: bool):
-        self.config = config
-        self.defaults = config["defaults"]
-        self.settings = config["write"]
+        self.defaults = settings.defaults
+        self.settings = settings.write
+        self.points = settings.extraction.importance
         self.policy = policy
         self.extractor = extractor
-        self.matcher = matcher if self.settings["link_entities"] else None
+        self.matcher = matcher if self.settings.link_entities else None
         self.device = device
         self.explain = explain
-        self.near_duplicate = float(self.settings["near_duplicate"])
+        self.near_duplicate = float(self.settings.near_duplicate)
 
     def draft(self, body: str, fields: dict[str, Any]) -> Draft:
         """The draft of one checked item (see Writer.check)."""
@@ -157,18 +158,18 @@ class Drafter:
         redacted = [f.kind for f in found]
         when = parse_time(fields.get("timestamp"))
         extraction = self.extractor.extract(body, when)
-        kind = fields.get("type") or (extraction.values[0].type if extraction.values else d["type"])
+        kind = fields.get("type") or (extraction.values[0].type if extraction.values else d.type)
         value = fields.get("value")
         if value in (None, "") and not fields.get("type") and extraction.values:
             value = extraction.values[0].value
         value = self.clean(str(value), redacted) if value not in (None, "") else ""
         if fields.get("score") is None:
-            score, parts = importance(extraction, position=fields.get("position"), config=self.config)
+            score, parts = importance(extraction, position=fields.get("position"), points=self.points)
         else:
             score, parts = float(fields["score"]), [("given", float(fields["score"]))]
-        source = str(fields.get("source") or d["source"])
+        source = str(fields.get("source") or d.source)
         trust = self.policy.trust(source)
-        staged = bool(fields.get("candidate")) or trust in self.settings["stage_trust"]
+        staged = bool(fields.get("candidate")) or trust in self.settings.stage_trust
         for name in [*fields["entity"], *extraction.names]:
             self.clean(name, redacted)  # the entity notes themselves are the writer's (Writer.ensure_entities)
         linked, entities = self.matcher.link(body) if self.matcher is not None else (body, [])
@@ -178,9 +179,9 @@ class Drafter:
         meta = {"id": new_ulid(when.timestamp()), "type": kind, "value": value, "score": round(score, 2),
                 "timestamp": when, "tags": union(fields["tags"], extraction.tags), "entities": entity_links(about),
                 "source": source,
-                "lifecycle": str(fields.get("lifecycle") or d["lifecycle"]), "trust": trust,
+                "lifecycle": str(fields.get("lifecycle") or d.lifecycle), "trust": trust,
                 "status": "candidate" if staged else "active",
-                "namespace": str(fields.get("namespace") or d["namespace"]),
+                "namespace": str(fields.get("namespace") or d.namespace),
                 "episode": str(fields.get("episode") or ""), "version": [f"{self.device}:1"]}
         explain = _explanation(extraction, parts, trust, staged, redacted, entities) if self.explain else None
         draft = Draft(linked, meta, title, "inbox" if staged else "memories",

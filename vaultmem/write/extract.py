@@ -30,17 +30,21 @@ gate word and cue phrase (_Words), and the rules to run are worked out once per 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..config import defaults
 from ..errors import ConfigError, InvalidValue
+from ..settings import default_settings
 from ..text.normalise import DAY_OFFSETS, NORMALISERS
 from ..text.terms import LazyPattern
+
+if TYPE_CHECKING:
+    from ..settings import ExtractionSettings, ImportancePoints
 
 __all__ = ["BUILTIN_RULES", "Extraction", "Extractor", "Rule", "Value", "cue_names", "importance"]
 
@@ -227,16 +231,15 @@ class Extractor:
         return {**self.__dict__, "_steps": [None] * len(self.rules), "_plans": {}}  # a worker fills its own
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> Extractor:
-        """An extractor with the user rules and cues of a merged vault config (its `extraction` section).
+    def from_settings(cls, section: ExtractionSettings) -> Extractor:
+        """An extractor with the user rules and cues of a vault's `extraction` settings.
 
         Raises ConfigError naming the rule for a malformed rule or an invalid regex.
         """
-        section = config.get("extraction") or {}
-        rules = section.get("rules") or []
-        if not isinstance(rules, list):
+        if not isinstance(section.rules, (list, tuple)):
             raise ConfigError("extraction.rules must be a list of {type, regex, context} mappings")
-        return cls([_user_rule(i, r) for i, r in enumerate(rules)], section.get("cues") or {})
+        cues = {kind: getattr(section.cues, kind) for kind in ("remember", "later", "always")}
+        return cls([_user_rule(i, r) for i, r in enumerate(section.rules)], cues)
 
     def extract(self, text: str, now: dt.datetime) -> Extraction:
         """Values (text order), cue kinds and names in text; relative dates resolve against `now`, in its zone."""
@@ -443,12 +446,12 @@ def _date_kind(low: str, start: int, end: int) -> str:
 def _user_rule(i: int, spec: Any) -> Rule:
     """A Rule from a config mapping {type, regex, context?}; ConfigError names the rule when it is malformed."""
     where = f"extraction.rules[{i}]"
-    if not isinstance(spec, dict) or set(spec) - {"type", "regex", "context"}:
+    if not isinstance(spec, Mapping) or set(spec) - {"type", "regex", "context"}:
         raise ConfigError(f"{where}: must be a mapping with type, regex and optional context")
     type_, pattern, context = spec.get("type"), spec.get("regex"), spec.get("context") or []
     if not isinstance(type_, str) or not type_ or not isinstance(pattern, str):
         raise ConfigError(f"{where}: needs a type and a regex, both text")
-    if not isinstance(context, list) or not all(isinstance(w, str) for w in context):
+    if not isinstance(context, (list, tuple)) or not all(isinstance(w, str) for w in context):
         raise ConfigError(f"{where} ({type_}): context must be a list of words")
     try:
         regex = re.compile(pattern)
@@ -463,7 +466,7 @@ def _merged_cues(extra: Mapping[str, Iterable[str]]) -> dict[str, tuple[str, ...
     for kind, phrases in extra.items():
         if kind not in merged:
             raise ConfigError(f"extraction.cues: unknown kind {kind!r} (use {', '.join(_BUILTIN_CUES)})")
-        if not isinstance(phrases, list) or not all(isinstance(p, str) and p.strip() for p in phrases):
+        if not isinstance(phrases, (list, tuple)) or not all(isinstance(p, str) and p.strip() for p in phrases):
             raise ConfigError(f"extraction.cues.{kind} must be a list of phrases")
         merged[kind] = (*merged[kind], *phrases)
     return merged
@@ -533,17 +536,17 @@ _HAN_TAIL = LazyPattern(r"[\u4e00-\u9fff]*$")
 # ---------------------------------------------------------------- importance (SPEC §6.3)
 
 def importance(extraction: Extraction, *, position: str | None = None,
-               config: Mapping[str, Any] | None = None) -> tuple[float, list[tuple[str, float]]]:
+               points: ImportancePoints | None = None) -> tuple[float, list[tuple[str, float]]]:
     """SPEC §6.3 score 0..10 and its explanation, e.g. [("cue: remember", 5.0), ("position: first", 2.0)].
 
     Args:
         extraction: what extract() found.
         position: "first" or "last" message of the conversation; None adds nothing.
-        config: the merged vault config (its extraction.importance points); None = the defaults.
+        points: a vault's `extraction.importance` settings; None = the defaults.
     Returns:
         (score, contributions); when clamping changed the sum, a last ("clamped to 0..10", delta) entry.
     """
-    points, scores = _scale(config)
+    points, scores = _scale(points or default_settings().extraction.importance)
     if position is not None and position not in POSITIONS:
         raise InvalidValue(f"position must be one of {POSITIONS} or None, not {position!r}")
     key = (tuple(extraction.cues), not extraction.values, not extraction.names, position)  # all a score depends on
@@ -561,23 +564,19 @@ def importance(extraction: Extraction, *, position: str | None = None,
     return known[0], list(known[1])
 
 
-_POINTS = {"cue_remember", "cue_later", "content_values", "content_names", "content_plain", "first", "last"}
-_NO_POINTS: dict[str, Any] = {}
-# id(extraction.importance section) -> (the section, a copy to notice edits, its points, scores made with them):
-# a batch scores 100,000 memories with one config, and reading its points costs more than the rest of importance()
-_SCALES: dict[int, tuple[Mapping[str, Any], dict[str, Any], dict[str, float], dict[tuple, tuple]]] = {}
+# importance settings -> (their points as floats, the scores made with them): a batch scores 100,000
+# memories with one vault's settings, and reading its points costs more than the rest of importance()
+_SCALES: dict[ImportancePoints, tuple[dict[str, float], dict[tuple, tuple]]] = {}
 
 
-def _scale(config: Mapping[str, Any] | None) -> tuple[dict[str, float], dict[tuple, tuple]]:
-    given = ((config or {}).get("extraction") or {}).get("importance") or _NO_POINTS
-    known = _SCALES.get(id(given))  # the entry keeps `given` alive, so its id is not reused
-    if known is None or known[1] != given:
-        # a vault's config is complete; parsing the defaults for a partial one costs ~50 ms
-        merged = given if _POINTS <= given.keys() else {**defaults()["extraction"]["importance"], **given}
+def _scale(given: ImportancePoints) -> tuple[dict[str, float], dict[tuple, tuple]]:
+    known = _SCALES.get(given)
+    if known is None:
         if len(_SCALES) >= 64:
             _SCALES.clear()
-        known = _SCALES[id(given)] = (given, dict(given), {k: float(v) for k, v in merged.items()}, {})
-    return known[2], known[3]
+        points = {f.name: float(getattr(given, f.name)) for f in dataclasses.fields(given)}
+        known = _SCALES[given] = (points, {})
+    return known
 
 
 def _cue_part(cues: list[str], points: dict[str, float]) -> tuple[str, float] | None:

@@ -97,9 +97,9 @@ class Writer:
         from .policy import Policy
 
         self.vault = vault
-        self.settings = vault.config["write"]
-        self.policy = vault.reused("policy", None, lambda: Policy.from_config(vault.config))
-        self.extractor = vault.reused("extractor", None, lambda: Extractor.from_config(vault.config))
+        self.settings = vault.settings.write
+        self.policy = vault.reused("policy", None, lambda: Policy.from_settings(vault.settings.policy))
+        self.extractor = vault.reused("extractor", None, lambda: Extractor.from_settings(vault.settings.extraction))
         self.durable = durable
         self.want_explain = explain
         self._drafter: Drafter | None = None
@@ -171,8 +171,8 @@ class Writer:
     def drafter(self) -> Drafter:
         """The pure half of the pipeline, knowing every entity ensured so far."""
         if self._drafter is None:
-            matcher = self.entities.matcher() if self.settings["link_entities"] else None
-            self._drafter = Drafter(self.vault.config, self.policy, self.extractor, matcher, self.vault.device,
+            matcher = self.entities.matcher() if self.settings.link_entities else None
+            self._drafter = Drafter(self.vault.settings, self.policy, self.extractor, matcher, self.vault.device,
                                     self.want_explain)
         return self._drafter
 
@@ -203,12 +203,12 @@ class Writer:
         meta = draft.meta
         ns, kind, value = meta["namespace"], meta["type"], meta["value"]
         # a statement of an identity's value joins its note; a message that mentions it is its own memory
-        if (by_value and value and kind in self.settings["merge_types"]
-                and len(draft.plain) <= int(self.settings["statement_chars"])):
+        if (by_value and value and kind in self.settings.merge_types
+                and len(draft.plain) <= int(self.settings.statement_chars)):
             known = self.seen.by_value.get((ns, kind, value)) or self._row_by_value(ns, kind, value)
             if known is not None:
                 return known, f"same {kind} {value}"
-        threshold = float(self.settings["near_duplicate"])
+        threshold = float(self.settings.near_duplicate)
         if threshold >= 1:
             return None, ""
         paths = self.seen.keys.candidates(ns, draft.keys)
@@ -233,7 +233,7 @@ class Writer:
         # the newest that states the value (a long message naming it was not merged into and is no
         # target) and whose file is there: the index may still name a note deleted since, or one a
         # killed batch indexed before creating it
-        short = int(self.settings["statement_chars"])
+        short = int(self.settings.statement_chars)
         row = next((r for r in reversed(rows)
                     if len(text.plain_text(r["body"].split("\n\n", 1)[0])) <= short and self._on_disk(r["path"])), None)
         return self._remember_row(row) if row is not None else None
@@ -266,7 +266,7 @@ class Writer:
             row = self.vault.resolve(str(explicit))
             return self._remember_row(row)
         meta = draft.meta
-        if not (meta["value"] and meta["type"] in self.settings["supersede_types"] and draft.entities):
+        if not (meta["value"] and meta["type"] in self.settings.supersede_types and draft.entities):
             return None
         for entity in draft.entities:
             known = self.seen.by_attr.get((meta["namespace"], entity, meta["type"])) or self._row_by_attr(meta, entity)
@@ -342,12 +342,12 @@ class Writer:
         old_plain = text.plain_text(held_body)
         # the same (type, value) with something new to say: keep the statement, below the old
         appends = (reason.startswith("same ") and draft.plain not in old_plain
-                   and restates(draft.plain, old_plain) < float(self.settings["near_duplicate"]))
-        if appends and len(old_plain) + len(draft.plain) > int(self.settings["merge_cap"]):
+                   and restates(draft.plain, old_plain) < float(self.settings.near_duplicate))
+        if appends and len(old_plain) + len(draft.plain) > int(self.settings.merge_cap):
             return None
         strengthens = appends or (reason != REPEAT and not self._recent(held_meta, draft))
         if not strengthens and _has_tags(held_meta.get("tags"), draft):
-            draft.decided(f"{target.path} was told this within {self.settings['reinforce_hours']} h: "
+            draft.decided(f"{target.path} was told this within {self.settings.reinforce_hours} h: "
                           "a restatement strengthens a memory once in that time")
             return self._result("unchanged", target, draft, note_score(held_meta.get("score")))
 
@@ -356,7 +356,7 @@ class Writer:
                                        "version": bump_version(meta.get("version"), self.vault.device)}
             if strengthens:
                 changes["score"] = round(min(10.0, max(note_score(meta.get("score")), draft.meta["score"]) +
-                                             float(self.settings["merge_bonus"])), 2)
+                                             float(self.settings.merge_bonus)), 2)
                 when = _note_time(meta)
                 if when is None or when < draft.meta["timestamp"]:
                     changes["timestamp"] = draft.meta["timestamp"]
@@ -374,7 +374,7 @@ class Writer:
         """Whether the note was last strengthened less than `reinforce_hours` before this draft."""
         when = _note_time(meta)
         return when is not None and \
-            draft.meta["timestamp"] - when < dt.timedelta(hours=float(self.settings["reinforce_hours"]))
+            draft.meta["timestamp"] - when < dt.timedelta(hours=float(self.settings.reinforce_hours))
 
     def _create(self, draft: Draft, old: Known | None, given: frozenset[str] = frozenset()) -> WriteResult:
         if old is not None:
@@ -405,7 +405,7 @@ class Writer:
             meta["tags"] = union([str(t) for t in old_meta.get("tags") or []], meta["tags"])
         if "lifecycle" not in given and old_meta.get("lifecycle"):
             meta["lifecycle"] = str(old_meta["lifecycle"])
-        if "entity" not in given and self.settings["link_entities"]:
+        if "entity" not in given and self.settings.link_entities:
             from ..notes.note import extract_links
 
             held = [*_property_links(old_meta.get("entities")), *extract_links(old_body)]
@@ -456,7 +456,7 @@ class Writer:
         self.flight.audit.append({"event": "supersede", "id": old.id, "path": old.path})
 
     def _log(self, draft: Draft, title: str, action: str, note_id: str) -> None:
-        if self.settings["episodes"]:
+        if self.settings.episodes:
             self.flight.episodes.append(EpisodeLine(draft.meta["timestamp"], title, draft.meta["source"]))
         event = {"event": "remember", "action": action, "id": note_id, "title": title}
         if draft.redacted:
@@ -465,7 +465,7 @@ class Writer:
 
     def log_unchanged(self, result: WriteResult, when: dt.datetime, source: str) -> None:
         """A batch re-run still owes the episode line an interrupted run may not have written."""
-        if self.settings["episodes"] and result.action == "unchanged":
+        if self.settings.episodes and result.action == "unchanged":
             self.flight.episodes.append(EpisodeLine(when, result.title, source))
 
     def finish(self) -> None:
@@ -548,7 +548,7 @@ def _remember_many(vault: Store, items: list[dict[str, Any]], progress: Callable
                 result = writer.settle(draft, fields.get("supersedes"), given_fields(fields))
                 if result.action == "unchanged":
                     writer.log_unchanged(result, parse_time(fields.get("timestamp")), str(fields.get("source") or
-                                         vault.config["defaults"]["source"]))
+                                         vault.settings.defaults.source))
                 results.append(result)
                 if progress:
                     progress(n)

@@ -15,15 +15,17 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import date
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..config import defaults
 from ..errors import ConfigError, PolicyViolation
 from ..text.terms import LazyPattern, normalize, normalize_tag
+
+if TYPE_CHECKING:
+    from ..settings import PolicySettings
 
 __all__ = ["DETECTORS", "IDENTIFIER_FIELDS", "Finding", "Policy"]
 
@@ -58,9 +60,6 @@ class _Rule:
     trigger: str | None
     valid: Callable[[re.Match[str]], bool] = _accept
     action: str | None = None
-
-
-_SETTINGS = {"action", "detectors", "patterns", "blocked_tags", "user_sources", "external_sources"}
 
 
 # A value stops at whitespace and at CJK text or punctuation ("密码是abc123，明天改" keeps "，明天改");
@@ -361,12 +360,12 @@ def _merge_overlaps(found: list[tuple[int, int, int, _Rule]]) -> list[tuple[int,
     return merged
 
 
-def _strings(policy: dict[str, Any], key: str) -> list[str]:
+def _strings(policy: PolicySettings, key: str) -> tuple[str, ...]:
     """Read a list of strings from the policy settings, or raise ConfigError naming the key."""
-    value = policy.get(key)
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+    value = getattr(policy, key)
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"policy.{key} must be a list of strings")
-    return value
+    return tuple(value)
 
 
 def _check_action(action: Any, where: str) -> str:
@@ -377,7 +376,7 @@ def _check_action(action: Any, where: str) -> str:
 
 def _user_rule(spec: Any, action: str) -> _Rule:
     """Compile one entry of policy.patterns, or raise ConfigError naming the rule (never its regex)."""
-    if not isinstance(spec, dict) or not isinstance(spec.get("name"), str) or not isinstance(spec.get("regex"), str):
+    if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str) or not isinstance(spec.get("regex"), str):
         raise ConfigError("each rule in policy.patterns needs a name and a regex, e.g. {name: employee_id, regex: ...}")
     name = spec["name"]
     unknown = set(spec) - {"name", "regex", "action"}
@@ -431,23 +430,20 @@ class Policy:
         self._secret_kinds: dict[str, str | None] = {}
 
     @classmethod
-    def from_config(cls, config: dict) -> Policy:
-        """Build the policy from a vault's merged config (its `policy` section over the defaults).
+    def from_settings(cls, policy: PolicySettings) -> Policy:
+        """Build the policy from a vault's `policy` settings.
 
         Raises ConfigError for an unknown action or detector, or a user rule that does not compile.
         """
-        policy = config.get("policy") or {}
-        if not _SETTINGS <= policy.keys():  # a vault's config is complete; parsing the defaults costs ~50 ms
-            policy = {**defaults()["policy"], **policy}
-        action = _check_action(policy.get("action"), "policy.action")
+        action = _check_action(policy.action, "policy.action")
         detectors = _strings(policy, "detectors")
         unknown = [d for d in detectors if d not in DETECTORS]
         if unknown:
             raise ConfigError(f"policy.detectors: unknown detector {unknown[0]!r} (known: {', '.join(DETECTORS)})")
-        if not isinstance(policy.get("patterns"), list):
+        if not isinstance(policy.patterns, (list, tuple)):
             raise ConfigError("policy.patterns must be a list of rules")
         rules = [rule for rule in _BUILT_IN if rule.kind in detectors]
-        rules += [_user_rule(spec, action) for spec in policy["patterns"]]
+        rules += [_user_rule(spec, action) for spec in policy.patterns]
         return cls(action, rules, _strings(policy, "blocked_tags"),
                    _strings(policy, "user_sources"), _strings(policy, "external_sources"))
 

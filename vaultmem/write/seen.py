@@ -47,18 +47,18 @@ class Seen:
     attrs: dict[tuple[str, str], dict[str, dict]] = field(default_factory=dict)  # (ns, type) -> entity -> newest row
     keys: BatchKeys = field(default_factory=BatchKeys)  # near-duplicate keys of the notes this write made
 
-    def track(self, known: Known, draft: Draft, settings: dict[str, Any]) -> None:
+    def track(self, known: Known, draft: Draft, settings: WriteSettings) -> None:
         """Let the rest of the write find this note, just made from `draft`, before it is indexed."""
         ns = known.namespace
         self.known[known.path] = known
         self.bodies[known.path] = draft.body
         self.plains[known.path] = (draft.body, draft.plain)
         if known.value:
-            if len(draft.plain) <= int(settings["statement_chars"]):  # a message naming it is no target
+            if len(draft.plain) <= int(settings.statement_chars):  # a message naming it is no target
                 self.by_value[(ns, known.type, known.value)] = known
             for entity in draft.entities:
                 self.by_attr[(ns, entity, known.type)] = known
-        if float(settings["near_duplicate"]) < 1:
+        if float(settings.near_duplicate) < 1:
             self.keys.add(ns, draft.keys, known.path)  # drafted whenever near duplicates are looked for
 
     def forget(self, rel: str) -> None:

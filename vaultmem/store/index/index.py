@@ -36,6 +36,7 @@ from .sqlrows import (INSERT_KEY, INSERT_NOTE, NOTE_FIELDS, drop_lookups, dup_ke
 from ..writelock import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:  # numpy and the snapshot load only when postings are built or read: a write does neither
+    from ...settings import NoteDefaults
     from .snapshot import PostingsBuilder, Snapshot
 
 CHUNK = 512  # files per parse job
@@ -57,7 +58,7 @@ class Index(EventFolding, Sidecar):
     """The sidecar of one vault; one instance may be shared by the threads of a process."""
 
     def __init__(self, cache_dir: Path, vault_root: Path, roots: list[ScanRoot], devices_dir: Path,
-                 defaults: dict[str, Any], compact_min: int = 256, compact_ratio: float = 0.02,
+                 defaults: NoteDefaults, compact_min: int = 256, compact_ratio: float = 0.02,
                  lock_timeout: float = DEFAULT_TIMEOUT):
         self.vault_root = vault_root
         self.roots = roots

@@ -10,13 +10,16 @@ import os
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...text import terms as text
 from ...text.decay import Policy, read_policy
 from ...text.dedup import sketch_keys
 from ...text.times import FIRST_TS, LAST_TS, iso_time
 from ...errors import InvalidValue, NoteFormatError, VaultmemError
+
+if TYPE_CHECKING:
+    from ...settings import NoteDefaults
 
 KINDS = ("memory", "entity", "episode")
 STATUS_BY_FOLDER = {"inbox": "candidate", "archive": "archived"}
@@ -146,7 +149,7 @@ def _score(value: Any, fallback: float) -> tuple[float, str]:
 
 
 def build_record(data: bytes, relpath: str, kind: str, folder: str, stat: tuple[int, int],
-                 defaults: dict[str, Any], sketch: list[int] | None = None, note: Any = None,
+                 defaults: NoteDefaults, sketch: list[int] | None = None, note: Any = None,
                  plain: str | None = None, like: Record | None = None) -> Record:
     """Parse one file's bytes into a Record; a note that fails to parse is indexed by its raw text.
 
@@ -179,7 +182,7 @@ def build_record(data: bytes, relpath: str, kind: str, folder: str, stat: tuple[
 
 
 def rendered_record(data: bytes, meta: dict[str, Any], body: str, relpath: str, folder: str,
-                    stat: tuple[int, int], defaults: dict[str, Any], sketch: list[int] | None = None,
+                    stat: tuple[int, int], defaults: NoteDefaults, sketch: list[int] | None = None,
                     plain: str | None = None, like: Record | None = None) -> Record:
     """The record of a memory note vaultmem has just rendered (notes.writing.render_new) from these
     properties and body: what parsing `data` would give, without parsing it. `like`: the record
@@ -194,13 +197,13 @@ def rendered_record(data: bytes, meta: dict[str, Any], body: str, relpath: str, 
 
 
 def _fill_from_note(rec: Record, meta: dict[str, Any], body: str, tags: list[str], aliases: list[str],
-                    links: list[str], folder: str, mtime: float, defaults: dict[str, Any],
+                    links: list[str], folder: str, mtime: float, defaults: NoteDefaults,
                     plain: str | None = None, like: Record | None = None) -> str:
     """Fill a record from a parsed note; returns the body's plain_text (fingerprint and sketch share it)."""
     rec.id = _str(meta.get("id")).strip() or synthetic_id(rec.path)
     rec.type = _str(meta.get("type")) or (rec.kind if rec.kind != "memory" else "")
     rec.value = _str(meta.get("value"))
-    rec.score, problem = _score(meta.get("score"), float(defaults.get("score", 5.0)))
+    rec.score, problem = _score(meta.get("score"), float(defaults.score))
     problems = [problem] if problem else []
     when = meta.get("timestamp", meta.get("date"))
     rec.stamp = _stamp(when)
@@ -213,11 +216,11 @@ def _fill_from_note(rec: Record, meta: dict[str, Any], body: str, tags: list[str
     rec.policy = _policy_json(policy)
     problems.extend(policy.problems)  # ignored by recall, named by doctor
     rec.error = str(NoteFormatError(rec.path, None, "; ".join(problems))) if problems else ""
-    rec.lifecycle = _str(meta.get("lifecycle")) or _str(defaults.get("lifecycle"))
+    rec.lifecycle = _str(meta.get("lifecycle")) or _str(defaults.lifecycle)
     rec.source = _str(meta.get("source"))
     rec.trust = _str(meta.get("trust"))
     rec.status = _str(meta.get("status")) or STATUS_BY_FOLDER.get(folder, "active")
-    rec.namespace = _str(meta.get("namespace")) or _str(defaults.get("namespace"))
+    rec.namespace = _str(meta.get("namespace")) or _str(defaults.namespace)
     rec.episode = _str(meta.get("episode"))
     rec.tags, rec.aliases, rec.links = tags, aliases, links
     rec.body = body
@@ -236,7 +239,7 @@ def _policy_json(policy: Policy) -> str:
     return json.dumps(found, separators=(",", ":"), sort_keys=True) if found else ""
 
 
-def build_records(root: str, items: list[tuple], defaults: dict[str, Any]) -> tuple[list[Record], list[tuple]]:
+def build_records(root: str, items: list[tuple], defaults: NoteDefaults) -> tuple[list[Record], list[tuple]]:
     """Read and parse a chunk of files (runs in worker processes for large refreshes).
 
     Args:
@@ -258,7 +261,7 @@ def build_records(root: str, items: list[tuple], defaults: dict[str, Any]) -> tu
     return records, restamped
 
 
-def unwritten_records(items: list[tuple[bytes, str, str, str]], defaults: dict[str, Any]) -> list[Record]:
+def unwritten_records(items: list[tuple[bytes, str, str, str]], defaults: NoteDefaults) -> list[Record]:
     """build_record of each (data, vault path, kind, folder) about to be written, with the stat
     (0, size): the writer sets the mtime once the file exists (worker jobs at the end of a batch)."""
     return [build_record(data, rel, kind, folder, (0, len(data)), defaults) for data, rel, kind, folder in items]

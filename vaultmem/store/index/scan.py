@@ -7,10 +7,13 @@ import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..files import is_temp_name
 from .records import Record, build_records
+
+if TYPE_CHECKING:
+    from ...settings import NoteDefaults
 
 
 @dataclass(frozen=True)
@@ -115,7 +118,7 @@ def look_at(vault_root: str, roots: Sequence[ScanRoot], paths: Iterable[str]
     return files, named
 
 
-def map_chunks(root: str, chunks: list[list[tuple]], defaults: dict[str, Any]
+def map_chunks(root: str, chunks: list[list[tuple]], defaults: NoteDefaults
                ) -> Iterator[tuple[list[Record], list[tuple]]]:
     """build_records over chunks: in worker processes when there is enough work and more than one core."""
     from ..workers import process_pool, worker_count

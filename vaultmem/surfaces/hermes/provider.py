@@ -166,7 +166,7 @@ class VaultmemProvider:
         self._vault.use_working_set()  # the provider lives as long as the agent: its memories answer first
         self._budget = cfg.budget_of(self._settings())
         self._private = str(self._settings().get("namespace") or self._identity or SOURCE)
-        self._shared = str(self._vault.config["defaults"]["namespace"])
+        self._shared = str(self._vault.settings.defaults.namespace)
         if self.writes and self._worker is None:
             self._worker = TurnWorker()
 

@@ -142,7 +142,7 @@ class InFlight:
             except FileNotFoundError:
                 continue
             items.append((rel, *self.vault.kind_of(path), st.st_mtime_ns, st.st_size, ""))
-        root, defaults = str(self.vault.root), self.vault.config["defaults"]
+        root, defaults = str(self.vault.root), self.vault.settings.defaults
         return [self.pool.submit(build_records, root, items[i:i + PARSE_CHUNK], defaults)
                 for i in range(0, len(items), PARSE_CHUNK)]
 

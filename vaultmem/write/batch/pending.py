@@ -192,7 +192,7 @@ class PendingNotes:
             if pending.fields is None:
                 raise VaultmemError(f"{rel}: a new note waiting to be written has neither its record nor its fields")
             pending.record = rendered_record(pending.data, *pending.fields, rel, pending.role, (0, len(pending.data)),
-                                             self.vault.config["defaults"], like=pending.drafted)
+                                             self.vault.settings.defaults, like=pending.drafted)
         return pending.record
 
     def _try_create(self, rel: str, pending: _Pending) -> tuple[int, int] | None:

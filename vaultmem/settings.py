@@ -1,0 +1,297 @@
+"""A vault's settings as typed, frozen objects: `vault.settings.ranking.limit`, never a lookup in
+nested dicts that any reader could change for every other.
+
+One class per section of config.CONFIG_TEMPLATE, a field per key (tests/test_settings.py holds them
+to the template); lists become tuples and mappings FrozenMaps, so no reader can change what another
+sees. Built from the mapping config.load_config merged and checked; a long-lived process changes its
+own settings with `Settings.with_values`, checked as config.yaml is (Vault.configure).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from .config import defaults, load_config, merged_over
+from .errors import ConfigError
+
+
+class FrozenMap(Mapping[str, Any]):
+    """A read-only table (channel weights, half-lives by lifecycle, a user rule): a Mapping that
+    pickles into worker processes and can be hashed."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping[str, Any] | None = None):
+        self._data = dict(data or {})
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._data.items()))
+
+    def __repr__(self) -> str:
+        return f"FrozenMap({self._data!r})"
+
+    def __reduce__(self) -> tuple:
+        return FrozenMap, (self._data,)
+
+
+def _section(cls: type) -> Any:
+    """A field holding a nested section (built from its own mapping)."""
+    return dataclasses.field(metadata={"section": cls})
+
+
+def _key(name: str) -> Any:
+    """A field whose config.yaml key is no Python name (`lambda`)."""
+    return dataclasses.field(metadata={"key": name})
+
+
+@dataclasses.dataclass(frozen=True)
+class Folders:
+    memories: str
+    entities: str
+    episodes: str
+    inbox: str
+    archive: str
+    templates: str
+
+    def roles(self) -> dict[str, str]:
+        """{role: folder name}, in the template's order."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+@dataclasses.dataclass(frozen=True)
+class NoteDefaults:
+    type: str
+    score: float
+    lifecycle: str
+    source: str
+    trust: str
+    namespace: str
+
+
+@dataclasses.dataclass(frozen=True)
+class WriteSettings:
+    near_duplicate: float
+    merge_types: tuple[str, ...]
+    statement_chars: int
+    merge_cap: int
+    supersede_types: tuple[str, ...]
+    merge_bonus: float
+    reinforce_hours: float
+    link_entities: bool
+    episodes: bool
+    stage_trust: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicySettings:
+    action: str
+    detectors: tuple[str, ...]
+    patterns: tuple[Any, ...]  # FrozenMaps {name, regex, action}, checked by write.policy.Policy
+    blocked_tags: tuple[str, ...]
+    user_sources: tuple[str, ...]
+    external_sources: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class RankingSettings:
+    fusion: str
+    weights: FrozenMap  # channel -> weight
+    recency_weight: float
+    rrf_k: float
+    bm25_k1: float
+    bm25_b: float | str  # or "auto"
+    fuzzy_rescore: int
+    fuzzy_weight: float
+    feedback_weight: float
+    feedback_docs: int
+    feedback_terms: int
+    common_term_ratio: float
+    feedback_scale: float
+    feedback_max_weight: float
+    lambda_mode: str = _key("lambda")  # fixed | adaptive
+    adaptive_half_life_hours: tuple[float, float]
+    limit: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Cues:
+    remember: tuple[str, ...]
+    later: tuple[str, ...]
+    always: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class ImportancePoints:
+    cue_remember: float
+    cue_later: float
+    content_values: float
+    content_names: float
+    content_plain: float
+    first: float
+    last: float
+
+
+@dataclasses.dataclass(frozen=True)
+class ExtractionSettings:
+    rules: tuple[Any, ...]  # FrozenMaps {type, regex, context}, checked by write.extract.Extractor
+    cues: Cues = _section(Cues)
+    importance: ImportancePoints = _section(ImportancePoints)
+
+
+@dataclasses.dataclass(frozen=True)
+class ReinforcementSettings:
+    record_access: bool
+    reward: float
+    max_reward: float
+
+
+@dataclasses.dataclass(frozen=True)
+class GcSettings:
+    threshold: float
+    unused_days: float
+
+
+@dataclasses.dataclass(frozen=True)
+class ConsolidateSettings:
+    min_repeats: int
+    types: tuple[str, ...]
+    coverage: float
+    min_shared: int
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkingSetSettings:
+    size: int
+    weight: float
+
+
+@dataclasses.dataclass(frozen=True)
+class SyncSettings:
+    max_deletions: int
+
+
+@dataclasses.dataclass(frozen=True)
+class IndexSettings:
+    auto_refresh: bool
+    compact_min: int
+    compact_ratio: float
+    lock_timeout: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """A vault's settings: config.yaml over the defaults, checked, frozen (see CONFIG_TEMPLATE)."""
+
+    memory_root: str
+    folders: Folders = _section(Folders)
+    defaults: NoteDefaults = _section(NoteDefaults)
+    write: WriteSettings = _section(WriteSettings)
+    half_life_hours: FrozenMap  # lifecycle -> hours (None: never decays)
+    policy: PolicySettings = _section(PolicySettings)
+    ranking: RankingSettings = _section(RankingSettings)
+    extraction: ExtractionSettings = _section(ExtractionSettings)
+    reinforcement: ReinforcementSettings = _section(ReinforcementSettings)
+    gc: GcSettings = _section(GcSettings)
+    consolidate: ConsolidateSettings = _section(ConsolidateSettings)
+    working_set: WorkingSetSettings = _section(WorkingSetSettings)
+    sync: SyncSettings = _section(SyncSettings)
+    index: IndexSettings = _section(IndexSettings)
+
+    @classmethod
+    def from_mapping(cls, merged: Mapping[str, Any]) -> Settings:
+        """The settings of a merged, checked mapping (what load_config returns)."""
+        return _built(cls, merged, "")
+
+    def to_mapping(self) -> dict[str, Any]:
+        """The mapping these settings came from (config.yaml's keys, lists, plain dicts)."""
+        return _plain(self)
+
+    def with_values(self, section: str, **values: Any) -> Settings:
+        """These settings with some of one section's values changed (field names, e.g.
+        `with_values("ranking", lambda_mode="adaptive", weights={"question": 0})`), checked as
+        config.yaml is. Raises ConfigError for an unknown section or setting or a value not allowed."""
+        kind = next((f.metadata.get("section") for f in dataclasses.fields(self) if f.name == section), None)
+        if kind is None:
+            raise ConfigError(f"no settings section {section!r}")
+        keys = {f.name: f.metadata.get("key", f.name) for f in dataclasses.fields(kind)}
+        unknown = next((name for name in values if name not in keys), None)
+        if unknown is not None:
+            raise ConfigError(f"unknown setting {unknown!r} in {section}")
+        mapping = self.to_mapping()
+        _deep_update(mapping[section], {keys[name]: value for name, value in values.items()})
+        return Settings.from_mapping(merged_over(mapping, "settings"))
+
+
+def _built(cls: type, mapping: Mapping[str, Any], where: str) -> Any:
+    """An instance of a settings class from its section's mapping, which must hold exactly its keys."""
+    fields = dataclasses.fields(cls)
+    keys = {f.metadata.get("key", f.name) for f in fields}
+    if keys != set(mapping):
+        odd = sorted(keys ^ set(mapping))
+        raise ConfigError(f"settings{'.' + where if where else ''}: keys {odd} do not match the template")
+    values = {}
+    for f in fields:
+        key = f.metadata.get("key", f.name)
+        nested = f.metadata.get("section")
+        values[f.name] = (_built(nested, mapping[key], f"{where}.{key}".strip(".")) if nested
+                          else _frozen(mapping[key]))
+    return cls(**values)
+
+
+def _frozen(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, dict):
+        return FrozenMap({k: _frozen(v) for k, v in value.items()})
+    return value
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value):
+        return {f.metadata.get("key", f.name): _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _deep_update(base: dict[str, Any], over: Mapping[str, Any]) -> None:
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
+            _deep_update(base[key], value)
+        else:
+            base[key] = copy.deepcopy(value)
+
+
+@functools.cache
+def default_settings() -> Settings:
+    """The built-in settings, as a vault without a config.yaml has them."""
+    return Settings.from_mapping(defaults())
+
+
+def load_settings(path: Path, cache: Path | None = None) -> Settings:
+    """config.yaml (at path) over the defaults as Settings; see load_config for the cache and errors."""
+    if cache is None and not path.exists():
+        return default_settings()
+    return Settings.from_mapping(load_config(path, cache))
+
+
+__all__ = ["ConsolidateSettings", "Cues", "ExtractionSettings", "Folders", "FrozenMap", "GcSettings",
+           "ImportancePoints", "IndexSettings", "NoteDefaults", "PolicySettings", "RankingSettings",
+           "ReinforcementSettings", "Settings", "SyncSettings", "WorkingSetSettings", "WriteSettings",
+           "default_settings", "load_settings"]
