@@ -4,17 +4,14 @@
     python bench/house.py --root /tmp/old-tree     # another checkout of vaultmem (e.g. a git worktree)
     python bench/house.py --batch --json out.json  # trace remember_many of 3 items instead
 
-Prints, for the vaultmem/ package under --root: module count and lines per folder; the largest module and
-whether every module is <= 600 lines; the 10 longest functions and methods (end_lineno - lineno + 1, the
-docstring included; nested functions counted on their own); the median and mean function length.
-The source is parsed, never imported.
-
-Then one `Vault.remember` (with --batch: `Vault.remember_many` of 3 items) runs on a fresh temporary vault
-in a subprocess whose PYTHONPATH is --root, under `sys.setprofile` (and `threading.setprofile`). Every Python
-call in the call tree of that one remember is recorded; the vaultmem modules it runs are listed in first-call
-order, up to the moment the note's file is moved into place (the first os.replace / os.link / os.rename whose
-target is a .md file) and for the whole call, with counts. Code run by an import inside the call (a module's
-top level) is left out and counted apart; worker processes, if a batch started any, are not traced.
+Prints, for --root's vaultmem/ (parsed, never imported): modules and lines per folder; the largest module
+and whether all are <= 600 lines; the 10 longest functions and methods and the median and mean length over
+all (end_lineno - lineno + 1, docstring included, nested functions on their own).
+Then one `Vault.remember` (--batch: `remember_many` of 3 items) runs on a fresh vault in a subprocess with
+PYTHONPATH=--root under `sys.setprofile` and `threading.setprofile`: the vaultmem modules whose functions run
+in its call tree, in first-call order, until the note's file is moved into place (the first os.replace,
+os.link or os.rename onto a .md file) and over the whole call. The top level of a module imported during the
+call is left out (and named); worker processes, if a batch started any, are not traced.
 """
 
 from __future__ import annotations
@@ -152,6 +149,7 @@ class _Tracer:
 def _trace_phase(batch: bool) -> None:
     """Run in the subprocess: one remember (or remember_many) under the profiler; print what ran as JSON."""
     import threading
+    from unittest import mock
 
     import vaultmem
     from vaultmem import Vault
@@ -161,21 +159,18 @@ def _trace_phase(batch: bool) -> None:
         vault = Vault.init(root)
         tracer = _Tracer(Path(vaultmem.__file__).resolve().parent,
                          (Vault.remember_many if batch else Vault.remember).__code__)
-        real = {name: getattr(os, name) for name in ("replace", "link", "rename")}
-        for name in real:
-            setattr(os, name, tracer.watching(name, root))
-        threading.setprofile(tracer)
-        sys.setprofile(tracer)
-        try:
-            if batch:
-                vault.remember_many([{"text": text, "source": "user"} for text in BATCH_TEXTS])
-            else:
-                vault.remember(TRACE_TEXT, source="user")
-        finally:
-            sys.setprofile(None)
-            threading.setprofile(None)
-            for name, function in real.items():
-                setattr(os, name, function)
+        moves = {name: tracer.watching(name, root) for name in ("replace", "link", "rename")}
+        with mock.patch.multiple(os, **moves):
+            threading.setprofile(tracer)
+            sys.setprofile(tracer)
+            try:
+                if batch:
+                    vault.remember_many([{"text": text, "source": "user"} for text in BATCH_TEXTS])
+                else:
+                    vault.remember(TRACE_TEXT, source="user")
+            finally:
+                sys.setprofile(None)
+                threading.setprofile(None)
     print(json.dumps({"call": "Vault.remember_many (3 items)" if batch else "Vault.remember",
                       "package": str(tracer.package), "note_files_written": tracer.writes,
                       "modules_before_write": tracer.before_write, "modules_whole_call": tracer.order,
@@ -193,9 +188,8 @@ def trace(root: Path, batch: bool) -> dict:
     traced = json.loads(done.stdout.strip().splitlines()[-1])
     if not Path(traced["package"]).is_relative_to(root.resolve()):
         raise SystemExit(f"the trace imported vaultmem from {traced['package']}, not from {root}")
-    traced["modules_before_write_count"] = len(traced["modules_before_write"])
-    traced["modules_whole_call_count"] = len(traced["modules_whole_call"])
-    return traced
+    return {**traced, "modules_before_write_count": len(traced["modules_before_write"]),
+            "modules_whole_call_count": len(traced["modules_whole_call"])}
 
 
 def print_figures(figures: dict) -> None:
