@@ -150,3 +150,27 @@ def test_workingset_benchmark_smoke_writes_every_figure(tmp_path):
     for key in ("hot_mrr", "hot_mrr_without", "cold_mrr", "cold_mrr_without", "hot_top1", "cold_top1",
                 "lookup_us", "lookup_us_without", "recall_ms", "recall_ms_without"):
         assert isinstance(figures[key], (int, float)), key
+
+
+def test_house_benchmark_measures_every_folder_and_traces_one_remember(tmp_path):
+    out = tmp_path / "house.json"
+    done = subprocess.run([sys.executable, str(REPO / "bench" / "house.py"), "--json", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    figures = json.loads(out.read_text(encoding="utf-8"))
+    assert {"folders", "modules", "lines", "largest_module", "all_modules_within_limit", "longest_functions",
+            "function_lines_median", "function_lines_mean", "trace"} <= set(figures)
+    assert "vaultmem/" in figures["folders"] and "vaultmem/store/index/" in figures["folders"]
+    assert all(row["modules"] > 0 and row["lines"] > 0 for row in figures["folders"].values())
+    assert figures["modules"] == sum(row["modules"] for row in figures["folders"].values())
+    assert len(figures["longest_functions"]) == 10 and figures["function_lines_median"] > 0
+    trace = figures["trace"]
+    assert trace["modules_before_write"][0] == "vaultmem.vault" and "vaultmem.store.files" in trace["modules_before_write"]
+    assert any(path.startswith("memories/") for path in trace["note_files_written"])
+    assert 0 < trace["modules_before_write_count"] <= trace["modules_whole_call_count"]
+
+
+def test_note_bytes_smoke_writes_the_same_notes_as_head(tmp_path):
+    figures = smoke("note_bytes.py", tmp_path / "note_bytes.json")
+    assert figures["against"] == "HEAD" and figures["notes"] == 50 and figures["sample_memories"] > 0
+    assert figures["compared"] > 50 and figures["identical"] == figures["compared"] and figures["differing"] == 0
