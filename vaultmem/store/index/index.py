@@ -216,18 +216,9 @@ class Index(EventFolding, Sidecar):
             self._set_meta(self._conn(), **{key: value})
 
     @staticmethod
-    def _indexed(conn: sqlite3.Connection, paths: list[str]) -> set[str]:
-        """Which of these paths have a row (one query per 900, not one per path)."""
-        out: set[str] = set()
-        for start in range(0, len(paths), 900):
-            part = paths[start:start + 900]
-            out.update(p for (p,) in conn.execute(f"SELECT path FROM notes WHERE path IN ({','.join('?' * len(part))})",
-                                                   part))
-        return out
-
-    @staticmethod
     def _shas(conn: sqlite3.Connection, paths: list[str]) -> dict[str, str]:
-        """Stored content hashes of these notes."""
+        """Stored content hashes of these notes, by path: its keys are the paths that have a row
+        (one query per 900 paths, not one per path)."""
         out: dict[str, str] = {}
         for start in range(0, len(paths), 900):
             part = paths[start:start + 900]
@@ -317,7 +308,7 @@ class Index(EventFolding, Sidecar):
         """
         with transaction(conn):
             if replacing is None:  # in the transaction: another writer may have indexed one meanwhile
-                replacing = self._indexed(conn, [r.path for r in records])
+                replacing = set(self._shas(conn, [r.path for r in records]))
             self._set_meta(conn, checked_ns=checked_ns)
             if not (records or gone or restamped):
                 return
