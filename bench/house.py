@@ -12,6 +12,11 @@ PYTHONPATH=--root under `sys.setprofile` and `threading.setprofile`: the vaultme
 in its call tree, in first-call order, until the note's file is moved into place (the first os.replace,
 os.link or os.rename onto a .md file) and over the whole call. The top level of a module imported during the
 call is left out (and named); worker processes, if a batch started any, are not traced.
+It also counts the calls that climb back up the layers (text < notes < store < write < recall, lifecycle,
+sync < vault < surfaces; a flat tree's modules are placed where the folders later put them, its vault.py
+being the facade): distinct (caller -> callee) function pairs whose callee sits in a higher layer. A callee
+that is a lambda or a nested function is a callback the higher layer handed down (`reused(..., lambda: ...)`)
+and is counted apart from a climb the lower layer makes on its own (a method of the facade it was given).
 """
 
 from __future__ import annotations
@@ -32,6 +37,16 @@ from _figures import write_figures  # noqa: E402
 MODULE_LIMIT = 600
 LONGEST = 10
 TRACE_TEXT = "Emily Carter signed design contract CT2024-0931 on 2026-09-30; the invoice is due in 30 days."
+# issue 15's layers, lowest first; a flat tree's module names (before the folders) mapped to the same
+LAYERS = {"text": 0, "notes": 1, "store": 2, "write": 3, "recall": 4, "lifecycle": 4, "sync": 4, "vault": 5,
+          "surfaces": 6}
+FLAT = {**dict.fromkeys(["text", "normalise", "scoring", "dedup", "times"], 0),
+        **dict.fromkeys(["note", "plainyaml", "names"], 1),
+        **dict.fromkeys(["files", "events", "writelock", "workers", "heartbeat", "index", "snapshot", "sqlrows",
+                         "scan", "records", "sidecar", "folderstate"], 2),
+        **dict.fromkeys(["write", "drafts", "pending", "policy", "extract", "links", "episodes", "memorable"], 3),
+        **dict.fromkeys(["recall", "catalog", "context", "answer", "lifecycle"], 4),
+        "vault": 5, **dict.fromkeys(["cli", "console", "mcp", "hermes"], 6)}
 BATCH_TEXTS = ("Deploy freeze for Project Atlas from Nov 10 to Nov 17.",
                "ERR_4031 means the request signature expired; resync the clock.",
                "Emily prefers async reviews over meetings.")
@@ -99,6 +114,8 @@ class _Tracer:
         self.writes: list[str] = []
         self.imports: set[str] = set()
         self.importing: dict[int, object] = {}  # thread id: the frame of the import's top level it is in
+        self.climbs: dict[str, int] = {}  # "caller -> callee" (module:function) up the layers: calls
+        self.callbacks: dict[str, int] = {}  # the same, where the callee's module is on the stack above
 
     def module(self, filename: str) -> str | None:
         if not os.path.isabs(filename):  # <frozen ...>, <string>: no file of the package
@@ -128,10 +145,23 @@ class _Tracer:
         if code.co_name == "<module>":  # an import's top level, not the memory's path
             self.imports.add(module)
             self.importing[thread] = frame
-        elif module not in self.order:
-            self.order.append(module)
-            if not self.writes:
-                self.before_write.append(module)
+        else:
+            self._climb(frame, module)
+            if module not in self.order:
+                self.order.append(module)
+                if not self.writes:
+                    self.before_write.append(module)
+
+    def _climb(self, frame, module: str) -> None:
+        """Count the call into `frame` if it goes up the layers from its caller."""
+        caller = frame.f_back
+        below = self.module(caller.f_code.co_filename) if caller is not None else None
+        if below is None or _layer(module) is None or _layer(below) is None or _layer(module) <= _layer(below):
+            return
+        handed = "<lambda>" in frame.f_code.co_qualname or "<locals>" in frame.f_code.co_qualname
+        pair = f"{below}:{caller.f_code.co_name} -> {module}:{frame.f_code.co_name}"
+        counts = self.callbacks if handed else self.climbs
+        counts[pair] = counts.get(pair, 0) + 1
 
     def watching(self, name: str, root: Path):
         """os.<name> that records a .md target moved into place during the traced call."""
@@ -144,6 +174,14 @@ class _Tracer:
             return result
 
         return moved
+
+
+def _layer(module: str) -> int | None:
+    """The layer of a vaultmem module (None: errors, config, settings, the package itself: below or beside all)."""
+    parts = module.split(".")
+    if len(parts) < 2:
+        return None
+    return LAYERS.get(parts[1]) if len(parts) > 2 or parts[1] == "vault" else FLAT.get(parts[1], LAYERS.get(parts[1]))
 
 
 def _trace_phase(batch: bool) -> None:
@@ -174,7 +212,8 @@ def _trace_phase(batch: bool) -> None:
     print(json.dumps({"call": "Vault.remember_many (3 items)" if batch else "Vault.remember",
                       "package": str(tracer.package), "note_files_written": tracer.writes,
                       "modules_before_write": tracer.before_write, "modules_whole_call": tracer.order,
-                      "imported_during_call": sorted(tracer.imports)}))
+                      "imported_during_call": sorted(tracer.imports),
+                      "climbs": tracer.climbs, "callbacks": tracer.callbacks}))
 
 
 def trace(root: Path, batch: bool) -> dict:
@@ -189,7 +228,8 @@ def trace(root: Path, batch: bool) -> dict:
     if not Path(traced["package"]).is_relative_to(root.resolve()):
         raise SystemExit(f"the trace imported vaultmem from {traced['package']}, not from {root}")
     return {**traced, "modules_before_write_count": len(traced["modules_before_write"]),
-            "modules_whole_call_count": len(traced["modules_whole_call"])}
+            "modules_whole_call_count": len(traced["modules_whole_call"]),
+            "climbs_count": len(traced["climbs"]), "callbacks_count": len(traced["callbacks"])}
 
 
 def print_figures(figures: dict) -> None:
@@ -216,6 +256,12 @@ def print_figures(figures: dict) -> None:
           + (f" (after the write also: {', '.join(rest)})" if rest else ""))
     if traced["imported_during_call"]:
         print(f"  imported during the call (their top level not counted): {', '.join(traced['imported_during_call'])}")
+    print(f"  calls back up the layers: {traced['climbs_count']} distinct caller -> callee pairs"
+          f" ({sum(traced['climbs'].values())} calls); callbacks handed down: {traced['callbacks_count']}")
+    for pair, n in sorted(traced["climbs"].items()):
+        print(f"    {n:>4} x {pair}")
+    for pair, n in sorted(traced["callbacks"].items()):
+        print(f"    {n:>4} x {pair}  (callback)")
 
 
 def main() -> None:

@@ -168,6 +168,8 @@ def test_house_benchmark_measures_every_folder_and_traces_one_remember(tmp_path)
     assert trace["modules_before_write"][0] == "vaultmem.vault" and "vaultmem.store.files" in trace["modules_before_write"]
     assert any(path.startswith("memories/") for path in trace["note_files_written"])
     assert 0 < trace["modules_before_write_count"] <= trace["modules_whole_call_count"]
+    # at run time too, no layer calls up into a higher one except through a callback it was handed
+    assert trace["climbs"] == {} and trace["climbs_count"] == 0, trace["climbs"]
 
 
 def test_note_bytes_smoke_writes_the_same_notes_as_head(tmp_path):
