@@ -79,7 +79,7 @@ def test_a_name_taken_on_disk_during_a_batch_gets_the_next_free_name(vault, monk
 
     def place_after_someone_took_the_name(self, draft):
         if not taken:  # Obsidian saves a note of that very name after the batch listed the folder
-            self._taken.setdefault(draft.folder, set())
+            self.flight.names._taken.setdefault(draft.folder, set())  # the folder listed before the save
             (vault.root / "memories" / f"{draft.stem}.md").write_text("a person's note\n", encoding="utf-8")
             taken.append(draft.stem)
         return original(self, draft)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import gc
-import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -26,9 +25,7 @@ from .items import WriteResult, check_item, given_fields
 from .seen import KNOWN_COLUMNS, Known, Seen
 from .batch.inflight import InFlight
 from .batch.pending import StaleNote
-from ..notes.names import numbered_name
 from ..notes.versions import bump_version
-from ..store.store import NAME_ATTEMPTS
 from ..store.index.records import note_score, retitle
 
 if TYPE_CHECKING:
@@ -106,8 +103,6 @@ class Writer:
         self.seen = Seen(vault.index.exists("kind = 'memory'"))  # the notes met so far, indexed or not
         self.flight = InFlight(vault, durable)  # the notes, day lines and audit events on their way to disk
         self.entities = EntityNotes(vault, self.policy, durable, self.flight.audit)
-        self._taken: dict[str, set[str]] = {}  # folder -> names taken (casefolded), listed once by a batch
-        self._tried: dict[tuple[str, str], int] = {}  # (folder, stem) -> the first numbered name still worth trying
 
     # -- checks that run before anything is written --------------------------------------------
     def check(self, item: dict[str, Any], where: str) -> tuple[str, dict[str, Any]]:
@@ -417,34 +412,17 @@ class Writer:
             self.drafter().render(draft)
 
     def _place(self, draft: Draft) -> str:
-        """Reserve a unique readable name for a new note (written at the next flush); returns its
-        vault path. A batch lists each folder once; a single write asks the index."""
-        folder = self.vault.folders[draft.folder]
-        taken = self._taken.get(draft.folder)
-        if taken is None:
-            folder.mkdir(parents=True, exist_ok=True)
-            taken = self._taken[draft.folder] = {n.casefold() for n in os.listdir(folder)} if not self.durable else set()
-        under = self.vault.relpath(folder) + "/"
-        where = f"{folder}{os.sep}"
-        tried = (draft.folder, draft.stem.casefold())  # a batch repeats titles: start after the last one taken
-        for attempt in range(self._tried.get(tried, 0), NAME_ATTEMPTS):
-            name = numbered_name(draft.stem, attempt)
-            # a batch listed the folder: a file made since then is found by the exclusive create at flush
-            if name.casefold() in taken or (self.durable and (os.path.lexists(where + name)
-                                                              or self.vault.index.path_taken(under + name))):
-                continue
-            taken.add(name.casefold())
-            self._tried[tried] = attempt + 1
-            rec = draft.record
-            rec.path = under + name
-            if attempt:  # the title is the file name: its words are index terms
-                retitle(rec, name[:-3])
-            self.flight.notes.create(rec.path, draft.data, rec, draft.fields, draft.folder)
-            self.flight.changes(rec.path)
-            if len(self.flight.notes) >= PENDING_MAX:
-                self.flight.notes.flush()
-            return rec.path
-        raise VaultmemError(f"no free file name for {draft.title!r} in {folder}")
+        """Reserve a unique readable name for a new note (batch/names.py) and hand it to the notes
+        waiting to be written (the next flush writes it); returns its vault path."""
+        rec = draft.record
+        rec.path, attempt = self.flight.names.reserve(draft.folder, draft.stem, draft.title)
+        if attempt:  # the title is the file name: its words are index terms
+            retitle(rec, rec.path.rsplit("/", 1)[-1][:-3])
+        self.flight.notes.create(rec.path, draft.data, rec, draft.fields, draft.folder)
+        self.flight.changes(rec.path)
+        if len(self.flight.notes) >= PENDING_MAX:
+            self.flight.notes.flush()
+        return rec.path
 
     def _retire(self, old: Known, new_title: str) -> None:
         """Mark the superseded note (kept, linked both ways) and forget it as a merge target."""

@@ -1,7 +1,7 @@
 """What a write holds between its decisions and the disk, and `finish`, which puts it there.
 
 One object for a write's in-flight state, a single memory or a batch of a hundred thousand: the notes
-waiting to be written (PendingNotes), the vault paths changed in order, the day-note lines and the
+waiting to be written (PendingNotes) and the file names reserved for them (FreeNames), the vault paths changed in order, the day-note lines and the
 audit events owed, and a batch's worker processes. The Writer (write/pipeline.py) decides; this
 object persists. `finish` runs as named steps:
 
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ...store.files import sync_files
 from ...store.index.records import Record
 from ..episodes import DayPlan, EpisodeLine, append_episodes, index_planned, plan_days, write_planned
+from .names import FreeNames
 from .pending import PendingNotes
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ class InFlight:
         self.vault = vault
         self.durable = durable
         self.notes = PendingNotes(vault, durable)
+        self.names = FreeNames(vault, durable)  # the file names reserved for the new notes
         self.changed: dict[str, None] = {}  # vault paths written, in order
         self.episodes: list[EpisodeLine] = []
         self.audit: list[dict[str, Any]] = []
