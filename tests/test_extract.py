@@ -1,6 +1,5 @@
 """Extraction by rule and importance (SPEC §6 steps 2–3): values, cues, names, score."""
 
-import dataclasses
 import datetime as dt
 import pickle
 import random
@@ -350,7 +349,7 @@ def test_importance_points_come_from_the_config_and_clamp_at_zero():
 def test_importance_follows_an_edited_config():
     points = with_extraction().importance
     assert importance(ext(), position="first", points=points)[0] == 3.0
-    points = dataclasses.replace(points, first=5)
+    points = points._replace(first=5)
     assert importance(ext(), position="first", points=points)[0] == 6.0
 
 

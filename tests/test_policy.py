@@ -8,8 +8,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import dataclasses
-
 from vaultmem.settings import default_settings, load_settings
 from vaultmem.errors import ConfigError, PolicyViolation
 from vaultmem.write.policy import DETECTORS, Finding, Policy
@@ -115,7 +113,7 @@ def policy() -> Policy:
 
 def policy_with(**settings) -> Policy:
     """The policy of the default settings with these changed, unchecked: Policy's own checks are tested."""
-    return Policy.from_settings(dataclasses.replace(default_settings().policy, **settings))
+    return Policy.from_settings(default_settings().policy._replace(**settings))
 
 
 def sha(secret: str) -> str:

@@ -1,20 +1,20 @@
 """A vault's settings as typed, frozen objects: `vault.settings.ranking.limit`, never a lookup in
 nested dicts that any reader could change for every other.
 
-One class per section of config.CONFIG_TEMPLATE, a field per key (tests/test_settings.py holds them
-to the template); lists become tuples and mappings FrozenMaps, so no reader can change what another
-sees. Built from the mapping config.load_config merged and checked; a long-lived process changes its
-own settings with `Settings.with_values`, checked as config.yaml is (Vault.configure).
+One NamedTuple per section of config.CONFIG_TEMPLATE, a field per key (tests/test_settings.py holds
+them to the template); lists become tuples and mappings FrozenMaps, so no reader can change what
+another sees; `section._replace(key=value)` makes a variant. NamedTuples, not frozen dataclasses:
+making fifteen frozen dataclasses cost ~14 ms at import, on every CLI command. Built from the mapping
+config.load_config merged and checked; a long-lived process changes its own settings with
+`Settings.with_values`, checked as config.yaml is (Store.configure).
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: NamedTuple compiles each string annotation (~7 ms here).
 import copy
-import dataclasses
 import functools
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .config import defaults, load_config, merged_over
 from .errors import ConfigError
@@ -48,18 +48,11 @@ class FrozenMap(Mapping[str, Any]):
         return FrozenMap, (self._data,)
 
 
-def _section(cls: type) -> Any:
-    """A field holding a nested section (built from its own mapping)."""
-    return dataclasses.field(metadata={"section": cls})
+# a field whose config.yaml key is no Python name
+_KEYS = {"lambda_mode": "lambda"}
 
 
-def _key(name: str) -> Any:
-    """A field whose config.yaml key is no Python name (`lambda`)."""
-    return dataclasses.field(metadata={"key": name})
-
-
-@dataclasses.dataclass(frozen=True)
-class Folders:
+class Folders(NamedTuple):
     memories: str
     entities: str
     episodes: str
@@ -69,11 +62,10 @@ class Folders:
 
     def roles(self) -> dict[str, str]:
         """{role: folder name}, in the template's order."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return self._asdict()
 
 
-@dataclasses.dataclass(frozen=True)
-class NoteDefaults:
+class NoteDefaults(NamedTuple):
     type: str
     score: float
     lifecycle: str
@@ -82,8 +74,7 @@ class NoteDefaults:
     namespace: str
 
 
-@dataclasses.dataclass(frozen=True)
-class WriteSettings:
+class WriteSettings(NamedTuple):
     near_duplicate: float
     merge_types: tuple[str, ...]
     statement_chars: int
@@ -96,8 +87,7 @@ class WriteSettings:
     stage_trust: tuple[str, ...]
 
 
-@dataclasses.dataclass(frozen=True)
-class PolicySettings:
+class PolicySettings(NamedTuple):
     action: str
     detectors: tuple[str, ...]
     patterns: tuple[Any, ...]  # FrozenMaps {name, regex, action}, checked by write.policy.Policy
@@ -106,8 +96,7 @@ class PolicySettings:
     external_sources: tuple[str, ...]
 
 
-@dataclasses.dataclass(frozen=True)
-class RankingSettings:
+class RankingSettings(NamedTuple):
     fusion: str
     weights: FrozenMap  # channel -> weight
     recency_weight: float
@@ -122,20 +111,18 @@ class RankingSettings:
     common_term_ratio: float
     feedback_scale: float
     feedback_max_weight: float
-    lambda_mode: str = _key("lambda")  # fixed | adaptive
+    lambda_mode: str  # config.yaml: `lambda` (no Python name): fixed | adaptive
     adaptive_half_life_hours: tuple[float, float]
     limit: int
 
 
-@dataclasses.dataclass(frozen=True)
-class Cues:
+class Cues(NamedTuple):
     remember: tuple[str, ...]
     later: tuple[str, ...]
     always: tuple[str, ...]
 
 
-@dataclasses.dataclass(frozen=True)
-class ImportancePoints:
+class ImportancePoints(NamedTuple):
     cue_remember: float
     cue_later: float
     content_values: float
@@ -145,74 +132,66 @@ class ImportancePoints:
     last: float
 
 
-@dataclasses.dataclass(frozen=True)
-class ExtractionSettings:
+class ExtractionSettings(NamedTuple):
     rules: tuple[Any, ...]  # FrozenMaps {type, regex, context}, checked by write.extract.Extractor
-    cues: Cues = _section(Cues)
-    importance: ImportancePoints = _section(ImportancePoints)
+    cues: Cues
+    importance: ImportancePoints
 
 
-@dataclasses.dataclass(frozen=True)
-class ReinforcementSettings:
+class ReinforcementSettings(NamedTuple):
     record_access: bool
     reward: float
     max_reward: float
 
 
-@dataclasses.dataclass(frozen=True)
-class GcSettings:
+class GcSettings(NamedTuple):
     threshold: float
     unused_days: float
 
 
-@dataclasses.dataclass(frozen=True)
-class ConsolidateSettings:
+class ConsolidateSettings(NamedTuple):
     min_repeats: int
     types: tuple[str, ...]
     coverage: float
     min_shared: int
 
 
-@dataclasses.dataclass(frozen=True)
-class WorkingSetSettings:
+class WorkingSetSettings(NamedTuple):
     size: int
     weight: float
 
 
-@dataclasses.dataclass(frozen=True)
-class SyncSettings:
+class SyncSettings(NamedTuple):
     max_deletions: int
 
 
-@dataclasses.dataclass(frozen=True)
-class IndexSettings:
+class IndexSettings(NamedTuple):
     auto_refresh: bool
     compact_min: int
     compact_ratio: float
     lock_timeout: float
 
 
-@dataclasses.dataclass(frozen=True)
-class Settings:
+class Settings(NamedTuple):
     """A vault's settings: config.yaml over the defaults, checked, frozen (see CONFIG_TEMPLATE)."""
 
     memory_root: str
-    folders: Folders = _section(Folders)
-    defaults: NoteDefaults = _section(NoteDefaults)
-    write: WriteSettings = _section(WriteSettings)
+    folders: Folders
+    defaults: NoteDefaults
+    write: WriteSettings
     half_life_hours: FrozenMap  # lifecycle -> hours (None: never decays)
-    policy: PolicySettings = _section(PolicySettings)
-    ranking: RankingSettings = _section(RankingSettings)
-    extraction: ExtractionSettings = _section(ExtractionSettings)
-    reinforcement: ReinforcementSettings = _section(ReinforcementSettings)
-    gc: GcSettings = _section(GcSettings)
-    consolidate: ConsolidateSettings = _section(ConsolidateSettings)
-    working_set: WorkingSetSettings = _section(WorkingSetSettings)
-    sync: SyncSettings = _section(SyncSettings)
-    index: IndexSettings = _section(IndexSettings)
+    policy: PolicySettings
+    ranking: RankingSettings
+    extraction: ExtractionSettings
+    reinforcement: ReinforcementSettings
+    gc: GcSettings
+    consolidate: ConsolidateSettings
+    working_set: WorkingSetSettings
+    sync: SyncSettings
+    index: IndexSettings
 
     @classmethod
-    def from_mapping(cls, merged: Mapping[str, Any]) -> Settings:
+    def from_mapping(cls, merged: Mapping[str, Any]) -> "Settings":
         """The settings of a merged, checked mapping (what load_config returns)."""
         return _built(cls, merged, "")
 
@@ -220,14 +199,14 @@ class Settings:
         """The mapping these settings came from (config.yaml's keys, lists, plain dicts)."""
         return _plain(self)
 
-    def with_values(self, section: str, **values: Any) -> Settings:
+    def with_values(self, section: str, **values: Any) -> "Settings":
         """These settings with some of one section's values changed (field names, e.g.
         `with_values("ranking", lambda_mode="adaptive", weights={"question": 0})`), checked as
         config.yaml is. Raises ConfigError for an unknown section or setting or a value not allowed."""
-        kind = next((f.metadata.get("section") for f in dataclasses.fields(self) if f.name == section), None)
+        kind = next((nested for name, _, nested in _fields(Settings) if name == section), None)
         if kind is None:
             raise ConfigError(f"no settings section {section!r}")
-        keys = {f.name: f.metadata.get("key", f.name) for f in dataclasses.fields(kind)}
+        keys = {name: key for name, key, _ in _fields(kind)}
         unknown = next((name for name in values if name not in keys), None)
         if unknown is not None:
             raise ConfigError(f"unknown setting {unknown!r} in {section}")
@@ -236,20 +215,22 @@ class Settings:
         return Settings.from_mapping(merged_over(mapping, "settings"))
 
 
+@functools.cache
+def _fields(cls: type) -> tuple[tuple[str, str, type | None], ...]:
+    """(field, its config.yaml key, the section class it holds or None) of each field of a settings class."""
+    return tuple((name, _KEYS.get(name, name), cls.__annotations__[name] if cls.__annotations__[name] in _SECTIONS else None)
+                 for name in cls._fields)
+
+
 def _built(cls: type, mapping: Mapping[str, Any], where: str) -> Any:
     """An instance of a settings class from its section's mapping, which must hold exactly its keys."""
-    fields = dataclasses.fields(cls)
-    keys = {f.metadata.get("key", f.name) for f in fields}
+    fields = _fields(cls)
+    keys = {key for _, key, _ in fields}
     if keys != set(mapping):
         odd = sorted(keys ^ set(mapping))
         raise ConfigError(f"settings{'.' + where if where else ''}: keys {odd} do not match the template")
-    values = {}
-    for f in fields:
-        key = f.metadata.get("key", f.name)
-        nested = f.metadata.get("section")
-        values[f.name] = (_built(nested, mapping[key], f"{where}.{key}".strip(".")) if nested
-                          else _frozen(mapping[key]))
-    return cls(**values)
+    return cls(*(_built(nested, mapping[key], f"{where}.{key}".strip(".")) if nested else _frozen(mapping[key])
+                 for _, key, nested in fields))
 
 
 def _frozen(value: Any) -> Any:
@@ -261,8 +242,8 @@ def _frozen(value: Any) -> Any:
 
 
 def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value):
-        return {f.metadata.get("key", f.name): _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a section
+        return {key: _plain(getattr(value, name)) for name, key, _ in _fields(type(value))}
     if isinstance(value, tuple):
         return [_plain(v) for v in value]
     if isinstance(value, Mapping):
@@ -276,6 +257,12 @@ def _deep_update(base: dict[str, Any], over: Mapping[str, Any]) -> None:
             _deep_update(base[key], value)
         else:
             base[key] = copy.deepcopy(value)
+
+
+# the section classes a field may hold (its annotation is the class)
+_SECTIONS = frozenset((Folders, NoteDefaults, WriteSettings, PolicySettings, RankingSettings, Cues, ImportancePoints,
+                       ExtractionSettings, ReinforcementSettings, GcSettings, ConsolidateSettings, WorkingSetSettings,
+                       SyncSettings, IndexSettings))
 
 
 @functools.cache

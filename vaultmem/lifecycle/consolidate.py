@@ -30,7 +30,6 @@ The sources are never edited: they keep decaying as before.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import json
 import math
@@ -241,7 +240,7 @@ def settings(vault: Store, min_repeats: int | None = None) -> ConsolidateSetting
     if min_repeats is not None:
         if min_repeats < 2:
             raise VaultmemError("--min must be 2 or more: one note is no repetition")
-        cfg = dataclasses.replace(cfg, min_repeats=min_repeats)
+        cfg = cfg._replace(min_repeats=min_repeats)
     return cfg
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -50,7 +50,7 @@ def ranking_config(vault: Store) -> Settings:
     if estimate is None:
         return settings
     hours = math.log(2) / estimate
-    return replace(settings, half_life_hours=FrozenMap({**settings.half_life_hours, "note": hours, "default": hours}))
+    return settings._replace(half_life_hours=FrozenMap({**settings.half_life_hours, "note": hours, "default": hours}))
 
 
 def lambda_estimate(vault: Store) -> dict[str, Any]:

@@ -125,8 +125,8 @@ def recall(vault: Store, query: Query) -> Hits:
     vault.index.catch_up(wait=False)  # a clone, a pull, a copied note: seen without a full refresh
     hot = vault.working_set  # a long-lived process's working set: the `working` channel (recall/workingset.py)
     if hot is not None:
-        cfg = replace(cfg, weights=FrozenMap({**cfg.weights, "working": vault.settings.working_set.weight}))
-        config = replace(config, ranking=cfg)
+        cfg = cfg._replace(weights=FrozenMap({**cfg.weights, "working": vault.settings.working_set.weight}))
+        config = config._replace(ranking=cfg)
     for _ in range(3):
         snap = vault.index.snapshot()
         hot_docs = None if hot is None else hot.docs(snap.live, lambda ids: _docs_of(vault, ids))
@@ -280,7 +280,7 @@ def _rank(snap: Snapshot, q: Query, config: Settings, now: float, rows: Callable
     """
     cfg = config.ranking
     if cfg.bm25_b == "auto":
-        cfg = replace(cfg, bm25_b=length_b(snap))
+        cfg = cfg._replace(bm25_b=length_b(snap))
     query_norm = text.normalize(q.text).strip()
     terms = text.query_terms(q.text) if query_norm else []
     lists = [(t, *snap.postings(t)) for t in terms]

@@ -30,7 +30,6 @@ gate word and cue phrase (_Words), and the rules to run are worked out once per 
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -574,7 +573,7 @@ def _scale(given: ImportancePoints) -> tuple[dict[str, float], dict[tuple, tuple
     if known is None:
         if len(_SCALES) >= 64:
             _SCALES.clear()
-        points = {f.name: float(getattr(given, f.name)) for f in dataclasses.fields(given)}
+        points = {name: float(value) for name, value in given._asdict().items()}
         known = _SCALES[given] = (points, {})
     return known
 
