@@ -3,7 +3,7 @@ what the process wrote before (issue 12), and what it sees must stay what a fres
 
 import datetime as dt
 import time
-from dataclasses import asdict, replace
+from dataclasses import asdict
 
 import numpy as np
 
@@ -15,7 +15,7 @@ from vaultmem.write.episodes import new_day_note, with_lines
 from vaultmem.store.index.records import LINK_PREFIX, appended_record, build_record, decode_terms, link_key
 
 TOPICS = ["invoice", "contract", "server", "deploy", "budget", "meeting", "ticket", "release"]
-DEFAULTS = replace(default_settings().defaults, lifecycle="")
+DEFAULTS = default_settings().defaults._replace(lifecycle="")
 # one clock for both processes' recalls: with the wall clock, the second recall ran a few ms later and a
 # score could round differently in its sixth decimal (seen once under load)
 NOW = time.time() + 3600
