@@ -8,7 +8,7 @@ import os
 import re
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -251,7 +251,7 @@ def _graph_postings(snap: Snapshot, query_norm: str) -> list[np.ndarray]:
     return [snap.postings(LINK_PREFIX + " ".join(key.split()))[0] for key in keys]
 
 
-def _half_lives(snap: Snapshot, table: dict, docs: np.ndarray) -> np.ndarray:
+def _half_lives(snap: Snapshot, table: Mapping[str, float | None], docs: np.ndarray) -> np.ndarray:
     per_code = np.array([scoring.half_life_hours(v, table) for v in snap.vocab["lifecycle"]] or [np.inf])
     return per_code[snap.codes["lifecycle"][docs]]
 
