@@ -368,5 +368,4 @@ def _digest(key: list, config: dict[str, Any]) -> str:
 
 
 
-
 __all__ = ["CONFIG_TEMPLATE", "MAX_CONFIG_BYTES", "defaults", "load_config", "merged_over"]

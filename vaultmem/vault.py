@@ -53,7 +53,7 @@ class Vault(Store):
         from .write.extract import Extractor
         from .write.memorable import reasons
 
-        extractor = self.reused("extractor", None, lambda: Extractor.from_settings(self.settings.extraction))
+        extractor = Extractor.of(self)
         return reasons(extractor.extract(text, parse_time(None)), text)
 
     def add_entity(self, name: str, aliases: Iterable[str] = (), tags: Iterable[str] = ()) -> tuple[str, str]:

@@ -221,7 +221,7 @@ def _ranked(vault: Store, parsed: _Question, hits: list[Hit]) -> list[_Candidate
     """Candidates, one per distinct value (its best support), best first, the margin applied."""
     from ..write.extract import Extractor
 
-    extractor = vault.reused("extractor", None, lambda: Extractor.from_settings(vault.settings.extraction))
+    extractor = Extractor.of(vault)
     found = [c for hit in hits for c in _candidates(extractor, parsed, hit)]
     old = _superseded_values(vault, [c.value for c in found if c.origin == "text"])
     best: dict[str, _Candidate] = {}

@@ -184,7 +184,7 @@ def _secrets(vault: Store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     (never the secret itself)."""
     from ..write.policy import Policy
 
-    policy = vault.reused("policy", None, lambda: Policy.from_settings(vault.settings.policy))  # the writer's own
+    policy = Policy.of(vault)  # the writer's own
     found = []
     for r in rows:
         kinds = policy.note_secrets(r["title"], r["body"], r["value"], r["source"], r["tags"], r["aliases"])

@@ -129,7 +129,7 @@ def check_staged(vault: Store) -> HookReport:
 
     _absolute_git_env()
     report = HookReport(max_deletions=int(vault.settings.sync.max_deletions))
-    policy = vault.reused("policy", None, lambda: Policy.from_settings(vault.settings.policy))
+    policy = Policy.of(vault)
     staged, report.deleted = _staged(vault)
     for rel, data in zip(staged, _blobs(vault, staged)):
         report.checked += 1

@@ -44,6 +44,7 @@ from ..text.terms import LazyPattern
 
 if TYPE_CHECKING:
     from ..settings import ExtractionSettings, ImportancePoints
+    from ..store.store import Store
 
 __all__ = ["BUILTIN_RULES", "Extraction", "Extractor", "Rule", "Value", "cue_names", "importance"]
 
@@ -237,8 +238,13 @@ class Extractor:
         """
         if not isinstance(section.rules, (list, tuple)):
             raise ConfigError("extraction.rules must be a list of {type, regex, context} mappings")
-        cues = {kind: getattr(section.cues, kind) for kind in ("remember", "later", "always")}
-        return cls([_user_rule(i, r) for i, r in enumerate(section.rules)], cues)
+        return cls([_user_rule(i, r) for i, r in enumerate(section.rules)], section.cues._asdict())
+
+    @classmethod
+    def of(cls, vault: Store) -> Extractor:
+        """The vault's extractor, built from its settings once and reused by this process (Store.reused:
+        built again after Store.configure)."""
+        return vault.reused("extractor", None, lambda: cls.from_settings(vault.settings.extraction))
 
     def extract(self, text: str, now: dt.datetime) -> Extraction:
         """Values (text order), cue kinds and names in text; relative dates resolve against `now`, in its zone."""

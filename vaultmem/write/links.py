@@ -349,7 +349,7 @@ def _check_policy(vault: Store, name: str, aliases: list[str], tags: list[str]) 
     """Refuse a name, alias or tag holding a secret (identifiers are never redacted) and blocked tags."""
     from .policy import Policy
 
-    policy = vault.reused("policy", None, lambda: Policy.from_settings(vault.settings.policy))
+    policy = Policy.of(vault)
     policy.check_identifier("entity name", name)
     for alias in aliases:
         policy.check_identifier("entity alias", alias)

@@ -95,8 +95,8 @@ class Writer:
 
         self.vault = vault
         self.settings = vault.settings.write
-        self.policy = vault.reused("policy", None, lambda: Policy.from_settings(vault.settings.policy))
-        self.extractor = vault.reused("extractor", None, lambda: Extractor.from_settings(vault.settings.extraction))
+        self.policy = Policy.of(vault)
+        self.extractor = Extractor.of(vault)
         self.durable = durable
         self.want_explain = explain
         self._drafter: Drafter | None = None

@@ -26,6 +26,7 @@ from ..text.terms import LazyPattern, normalize, normalize_tag
 
 if TYPE_CHECKING:
     from ..settings import PolicySettings
+    from ..store.store import Store
 
 __all__ = ["DETECTORS", "IDENTIFIER_FIELDS", "Finding", "Policy"]
 
@@ -446,6 +447,12 @@ class Policy:
         rules += [_user_rule(spec, action) for spec in policy.patterns]
         return cls(action, rules, _strings(policy, "blocked_tags"),
                    _strings(policy, "user_sources"), _strings(policy, "external_sources"))
+
+    @classmethod
+    def of(cls, vault: Store) -> Policy:
+        """The vault's policy, built from its settings once and reused by every writer and check of
+        this process (Store.reused: built again after Store.configure)."""
+        return vault.reused("policy", None, lambda: cls.from_settings(vault.settings.policy))
 
     def clean(self, text: str) -> tuple[str, list[Finding]]:
         """Replace every secret in text (redacted or hashed); return the new text and what was found."""

@@ -1,8 +1,8 @@
 """What a write holds between its decisions and the disk, and `finish`, which puts it there.
 
 One object for a write's in-flight state, a single memory or a batch of a hundred thousand: the notes
-waiting to be written (PendingNotes) and the file names reserved for them (FreeNames), the vault paths changed in order, the day-note lines and the
-audit events owed, and a batch's worker processes. The Writer (write/pipeline.py) decides; this
+waiting to be written (PendingNotes) and the file names reserved for them (FreeNames), the vault
+paths changed in order, the day-note lines and the audit events owed, and a batch's worker processes. The Writer (write/pipeline.py) decides; this
 object persists. `finish` runs as named steps:
 
 1. `_write_notes`: the waiting notes go to disk (a worker creates them in a large batch while the
