@@ -7,14 +7,14 @@ import datetime as dt
 import os
 import re
 import time
-from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import episodic, hindsight
+from . import episodic, expansion, hindsight
+from .candidates import Candidates, keep_heap, union
 from .workingset import Entry
 from ..text import scoring
 from ..text.scoring import top_k
@@ -122,6 +122,7 @@ def recall(vault: Store, query: Query) -> Hits:
     cfg = config.ranking
     limit = int(query.limit or cfg.limit)
     now = time.time() if query.now is None else query.now
+    keep_heap()
     vault.index.catch_up(wait=False)  # a clone, a pull, a copied note: seen without a full refresh
     hot = vault.working_set  # a long-lived process's working set: the `working` channel (recall/workingset.py)
     if hot is not None:
@@ -130,10 +131,11 @@ def recall(vault: Store, query: Query) -> Hits:
     for _ in range(3):
         snap = vault.index.snapshot()
         hot_docs = None if hot is None else hot.docs(snap.live, lambda ids: _docs_of(vault, ids))
-        ranked = _rank(snap, query, config, now, vault.index.rows, hot_docs)
+        rows = _row_reader(vault, snap)
+        ranked = _rank(snap, query, config, now, rows, hot_docs)
         if ranked is None:
             return Hits()
-        hits = _hits(vault, snap, query, *ranked, limit, cfg)
+        hits = _hits(vault, snap, rows, query, *ranked, limit, cfg)
         if hits is not None:
             break
     else:
@@ -144,6 +146,32 @@ def recall(vault: Store, query: Query) -> Hits:
     if hot is not None and record:  # hits recorded as uses are used: the best one ends most recent
         hot.promote(Entry(h.id, h.path, h.title) for h in reversed(hits))
     return hits
+
+
+ROW_FIELDS = ("id", "path", "title", "body", "tags", "source", "lifecycle", "stamp", "ts", "score", "type", "value",
+              "status", "namespace", "policy")  # what a recall reads of a note's row
+_MEMO_ROWS = 2048  # rows a snapshot keeps
+
+
+def _row_reader(vault: Store, snap: Snapshot) -> Callable[..., dict | None]:
+    """Index.rows (of ROW_FIELDS) through the snapshot's memo: within one snapshot a document's row does
+    not change (a changed note is a new document), and one query's best notes are often the next's."""
+    memo = snap.memo.setdefault("rows", {})
+
+    def rows(docs, generation: int) -> dict[int, dict[str, Any]] | None:
+        docs = [int(d) for d in docs]
+        out = {d: row for d in docs if (row := memo.get(d)) is not None}
+        missing = [d for d in docs if d not in out]
+        if missing:
+            found = vault.index.rows(missing, generation, ROW_FIELDS)
+            if found is None:
+                return None
+            if len(memo) + len(found) > _MEMO_ROWS:
+                memo.clear()
+            memo.update(found)
+            out.update(found)
+        return out
+    return rows
 
 
 def _docs_of(vault: Store, ids: list[str]) -> dict[str, int]:
@@ -197,15 +225,35 @@ def _visible(snap: Snapshot, q: Query) -> np.ndarray:
     return mask
 
 
+_FILTERED = ("type", "source", "namespace", "lifecycle")
+_MASKS = 16  # filter masks a snapshot keeps (each one bool per document)
+
+
+def _passing(snap: Snapshot, q: Query) -> np.ndarray:
+    """The visible notes that pass the query's categorical filters, one mask per snapshot and filter
+    set: the namespaces every recall reads cost nothing per query once it is made."""
+    wanted = tuple((c, tuple(v) if isinstance(v, (list, tuple)) else v) for c in _FILTERED
+                   if (v := getattr(q, c)) is not None)
+    if not wanted:
+        return _visible(snap, q)
+    key = ("passing", tuple(q.kinds), tuple(q.status) if q.status is not None else None, tuple(sorted(q.include)),
+           wanted)
+    masks = snap.memo.setdefault("passing", {})
+    mask = masks.get(key)
+    if mask is None:
+        mask = _visible(snap, q).copy()
+        for column, value in wanted:
+            names = value if isinstance(value, tuple) else (value,)
+            mask &= np.isin(snap.codes[column], [snap.code(column, name) for name in names])
+        if len(masks) >= _MASKS:
+            masks.clear()
+        masks[key] = mask
+    return mask
+
+
 def _filter(snap: Snapshot, q: Query, docs: np.ndarray) -> np.ndarray:
     """The candidates that pass the query's filters."""
-    docs = docs[_visible(snap, q)[docs]]
-    for column in ("type", "source", "namespace", "lifecycle"):
-        wanted = getattr(q, column)
-        if isinstance(wanted, (list, tuple)):
-            docs = docs[np.isin(snap.codes[column][docs], [snap.code(column, w) for w in wanted])]
-        elif wanted is not None:
-            docs = docs[snap.codes[column][docs] == snap.code(column, wanted)]
+    docs = docs[_passing(snap, q)[docs]]
     if q.since is not None:
         docs = docs[snap.ts[docs] >= q.since]
     if q.until is not None:
@@ -213,16 +261,19 @@ def _filter(snap: Snapshot, q: Query, docs: np.ndarray) -> np.ndarray:
     return docs
 
 
-def _lexical(snap: Snapshot, lists: list[tuple[str, np.ndarray, np.ndarray]], cfg: RankingSettings) -> np.ndarray:
-    """BM25 over the query's terms; very common ones are skipped when rarer ones exist."""
-    scores = np.zeros(snap.size, dtype=np.float32)
+def _lexical(snap: Snapshot, lists: list[tuple[str, np.ndarray, np.ndarray]], cfg: RankingSettings,
+             docs: Candidates) -> np.ndarray:
+    """BM25 of the candidates over the query's terms; very common ones are skipped when rarer ones exist."""
+    scores = np.zeros(len(docs), dtype=np.float32)
     n = max(snap.n_live, 1)
     common = cfg.common_term_ratio * n
     rare = [item for item in lists if len(item[1]) <= common]
     avg_len = snap.avg_len
-    for _, docs, tf in (rare or lists):
-        weight = scoring.bm25(tf, snap.doclen[docs], avg_len, scoring.idf(len(docs), n), cfg.bm25_k1, cfg.bm25_b)
-        scores[docs] += weight
+    for _, term_docs, tf in (rare or lists):
+        at, inside = docs.within(term_docs)
+        weight = scoring.bm25(tf[inside], snap.doclen[term_docs[inside]], avg_len, scoring.idf(len(term_docs), n),
+                              cfg.bm25_k1, cfg.bm25_b)
+        scores[at] += weight
     return scores
 
 
@@ -239,9 +290,8 @@ def _tag_postings(snap: Snapshot, q: Query, terms: list[str]) -> tuple[list[np.n
     written = text.unstemmed(q.text) if words else {}
     for word in words:  # one slot per query word: its stem or the word as written names the tag
         docs = snap.postings(TAG_PREFIX + word)[0]
-        for variant in written.get(word, ()):
-            docs = np.union1d(docs, snap.postings(TAG_PREFIX + variant)[0])
-        found.append(docs)
+        variants = [snap.postings(TAG_PREFIX + variant)[0] for variant in written.get(word, ())]
+        found.append(union([docs, *variants]) if any(len(v) for v in variants) else docs)
     return found, required, len(wanted) + len(words)
 
 
@@ -254,19 +304,6 @@ def _graph_postings(snap: Snapshot, query_norm: str) -> list[np.ndarray]:
 def _half_lives(snap: Snapshot, table: Mapping[str, float | None], docs: np.ndarray) -> np.ndarray:
     per_code = np.array([scoring.half_life_hours(v, table) for v in snap.vocab["lifecycle"]] or [np.inf])
     return per_code[snap.codes["lifecycle"][docs]]
-
-
-def _dense(snap: Snapshot, docs: np.ndarray) -> np.ndarray:
-    mark = np.zeros(snap.size, dtype=bool)
-    mark[docs] = True
-    return mark
-
-
-def _count(snap: Snapshot, lists: list[np.ndarray]) -> np.ndarray:
-    counts = np.zeros(snap.size, dtype=np.float32)
-    for docs in lists:
-        counts[docs] += 1.0
-    return counts
 
 
 def _rank(snap: Snapshot, q: Query, config: Settings, now: float, rows: Callable[..., dict | None],
@@ -289,12 +326,9 @@ def _rank(snap: Snapshot, q: Query, config: Settings, now: float, rows: Callable
     tag_lists, required, n_tags = _tag_postings(snap, q, terms)
     graph_lists = _graph_postings(snap, query_norm) if query_norm else []
     if query_norm:
-        touched = np.zeros(snap.size, dtype=bool)  # a dense mark beats sorting long posting lists
-        for docs in [item[1] for item in lists] + tag_lists + graph_lists:
-            touched[docs] = True
+        docs = union([item[1] for item in lists] + tag_lists + graph_lists)
         if required is not None:
-            touched &= _dense(snap, required)
-        docs = np.flatnonzero(touched)
+            docs = np.intersect1d(docs, required, assume_unique=True)
     elif required is not None:
         docs = required
     else:
@@ -302,23 +336,32 @@ def _rank(snap: Snapshot, q: Query, config: Settings, now: float, rows: Callable
     docs = _filter(snap, q, docs.astype(np.int64))
     if not len(docs):
         return None
-    lexical_all = _lexical(snap, lists, cfg) if lists else None
-    lexical = lexical_all[docs] if lists else np.zeros(len(docs), dtype=np.float32)
-    if lists and cfg.feedback_weight > 0:
-        lexical_all = lexical_all + cfg.feedback_weight * _feedback(snap, docs, lexical, terms, cfg, rows)
-        lexical = lexical_all[docs]
+    boost = None  # pseudo-relevance feedback, per candidate
+    with Candidates(docs, snap.size) as found:
+        lexical = _lexical(snap, lists, cfg, found) if lists else np.zeros(len(docs), dtype=np.float32)
+        if lists and cfg.feedback_weight > 0:
+            boost = cfg.feedback_weight * expansion.feedback(snap, found, lexical, terms, cfg, rows)
+            lexical = lexical + boost
     contiguity = np.zeros(len(docs), dtype=np.float32)
     if lists and cfg.weights.get("contiguity", 0) > 0 and lexical.max() > 0:
         near, lent = episodic.contiguity(snap, docs, lexical / lexical.max())
         if len(near):
             keep = np.isin(near, _filter(snap, q, near))
             near, lent = near[keep], lent[keep]
-            docs = np.union1d(docs, near)
-            lexical = lexical_all[docs]
+            merged = np.union1d(docs, near)
+            if len(merged) > len(docs):  # neighbours the query's words did not find: their own BM25
+                with Candidates(merged, snap.size) as found:
+                    lexical = _lexical(snap, lists, cfg, found)
+                if boost is not None:
+                    spread = np.zeros(len(merged), dtype=boost.dtype)
+                    spread[np.searchsorted(merged, docs)] = boost
+                    lexical = lexical + spread
+                docs = merged
             contiguity = np.zeros(len(docs), dtype=np.float32)
             contiguity[np.searchsorted(docs, near)] = lent
-    tags = _count(snap, tag_lists)[docs] / n_tags if n_tags else np.zeros(len(docs), dtype=np.float32)
-    graph = np.minimum(_count(snap, graph_lists)[docs], 1.0)
+    with Candidates(docs, snap.size) as found:
+        tags = found.count(tag_lists) / n_tags if n_tags else np.zeros(len(docs), dtype=np.float32)
+        graph = np.minimum(found.count(graph_lists), 1.0)
     prior = strength_prior(snap, docs, config, now)
     relevance = scoring.normalise(lexical)
     channels = {
@@ -361,8 +404,8 @@ def _weights(cfg: RankingSettings, query_text: str, snap: Snapshot) -> dict[str,
     return weights
 
 
-def _hits(vault: Store, snap: Snapshot, q: Query, docs, channels, prior: hindsight.Prior, unknown: bool, limit: int,
-          cfg: RankingSettings) -> Hits | None:
+def _hits(vault: Store, snap: Snapshot, rows: hindsight.Rows, q: Query, docs, channels, prior: hindsight.Prior,
+          unknown: bool, limit: int, cfg: RankingSettings) -> Hits | None:
     """Fuse, take the best, rescore the short list with rapidfuzz when a query word is unknown
     (typo tolerance), fetch rows; None if the index moved to another generation meanwhile."""
     weights = _weights(cfg, q.text, snap)
@@ -370,7 +413,8 @@ def _hits(vault: Store, snap: Snapshot, q: Query, docs, channels, prior: hindsig
     fuzzy_n = int(cfg.fuzzy_rescore) if unknown else 0
     wanted = max(limit, fuzzy_n)
     while True:
-        scored = _short_list(vault, snap, q, docs, channels, final, top_k(final, wanted, snap.ts[docs]), fuzzy_n, cfg)
+        scored = _short_list(vault, snap, rows, q, docs, channels, final, top_k(final, wanted, snap.ts[docs]), fuzzy_n,
+                             cfg)
         # notes the index names but whose files are not there yet (a batch creating them right now)
         # or any more drop out: look further down rather than answer with fewer hits than asked
         if scored is None or len(scored) >= limit or wanted >= len(final):
@@ -386,7 +430,7 @@ def _hits(vault: Store, snap: Snapshot, q: Query, docs, channels, prior: hindsig
     if not q.explain:
         return Hits(hits)
     undecayed = {**channels, "strength": np.clip(prior.undecayed / scoring.MAX_SCORE, 0.0, 1.0)}
-    hidden = hindsight.suppressed(vault.index.rows, snap.generation, docs, channels["lexical"], prior.decay,
+    hidden = hindsight.suppressed(rows, snap.generation, docs, channels["lexical"], prior.decay,
                                   top_k(_fuse(undecayed, weights, cfg), limit), {h.id for h in hits})
     return None if hidden is None else Hits(hits, hidden)
 
@@ -397,10 +441,11 @@ def _fuse(channels: dict[str, np.ndarray], weights: dict[str, float], cfg: Ranki
     return scoring.fuse_weighted(channels, weights)
 
 
-def _short_list(vault: Store, snap: Snapshot, q: Query, docs, channels, final, top, fuzzy_n: int, cfg: RankingSettings):
+def _short_list(vault: Store, snap: Snapshot, read: hindsight.Rows, q: Query, docs, channels, final, top, fuzzy_n: int,
+                cfg: RankingSettings):
     """(score, rank, row, channel parts, doc index) of the top documents whose notes are on disk;
     None if the index moved to another generation meanwhile."""
-    rows = vault.index.rows(docs[top], snap.generation)
+    rows = read(docs[top], snap.generation)
     if rows is None:
         return None
     fuzzy = _fuzzy(q.text, [rows.get(int(docs[i])) for i in top]) if fuzzy_n else None
@@ -437,7 +482,7 @@ def _hit(snap: Snapshot, row: dict[str, Any], parts: dict[str, float], final: fl
     stamp = row["stamp"]
     if not stamp:
         stamp = dt.datetime.fromtimestamp(row["ts"]).astimezone().isoformat(timespec="seconds")
-    return Hit(id=row["id"], path=row["path"], title=row["title"], content=row["body"].strip(), tags=row["tags"],
+    return Hit(id=row["id"], path=row["path"], title=row["title"], content=row["body"].strip(), tags=list(row["tags"]),
                source=row["source"], lifecycle=row["lifecycle"], timestamp=str(stamp), score=float(row["score"]),
                effective=round(eff, 6), final=round(final, 6), type=row["type"], value=row["value"],
                status=row["status"], namespace=row["namespace"], decay=round(dec, 6),
@@ -445,107 +490,13 @@ def _hit(snap: Snapshot, row: dict[str, Any], parts: dict[str, float], final: fl
                policy=hindsight.hit_policy(row))
 
 
-_FEEDBACK_SHORTLIST = 2  # feedback candidates whose idf is looked up, per term kept
-_MEMO_TERMS = 4096       # memories whose terms a snapshot keeps for feedback
-
-
-def _feedback(snap: Snapshot, docs: np.ndarray, lexical: np.ndarray, terms: list[str], cfg: RankingSettings,
-              rows: Callable[..., dict | None]) -> np.ndarray:
-    """Pseudo-relevance feedback: BM25, over the candidates, of the terms that mark the first pass's
-    best memories, each weighted by its strength relative to the strongest (so at most 1 per term).
-
-    A query names a thing one way; the memories it finds first show how the vault names it and what
-    goes with it, so among the candidates those that also say "pets" rise for "dogs". Candidates stay
-    those the query's own words found. Zero everywhere when the first pass found nothing.
-    """
-    picked = _feedback_terms(snap, docs, lexical, terms, cfg, rows)
-    if not picked:
-        return np.zeros(snap.size, dtype=np.float32)
-    n = max(snap.n_live, 1)
-    candidate = _dense(snap, docs)
-    parts = [(weight / picked[0][0] * scoring.idf(len(term_docs), n), term_docs[candidate[term_docs]],
-              tf[candidate[term_docs]]) for weight, term_docs, tf in picked]
-    hit_docs = np.concatenate([d for _, d, _ in parts])
-    term_weight = np.concatenate([np.full(len(d), w, dtype=np.float32) for w, d, _ in parts])
-    weights = scoring.bm25(np.concatenate([tf for _, _, tf in parts]), snap.doclen[hit_docs], snap.avg_len,
-                           term_weight, cfg.bm25_k1, cfg.bm25_b)
-    return np.bincount(hit_docs, weights=weights, minlength=snap.size).astype(np.float32)
-
-
-def _memory_terms(snap: Snapshot, wanted: np.ndarray, rows: Callable[..., dict | None]) -> list[Counter] | None:
-    """The word terms of these memories' bodies, read once per snapshot (the best memories of
-    one query are often the best of the next); None when the index moved to another generation."""
-    memo = snap.memo.setdefault("memory_terms", {})
-    missing = [int(d) for d in wanted if int(d) not in memo]
-    if missing:
-        found = rows(missing, snap.generation)
-        if found is None:
-            return None
-        if len(memo) + len(missing) > _MEMO_TERMS:
-            memo.clear()
-        for doc in missing:
-            memo[doc] = Counter(text.terms(found[doc]["body"])) if doc in found else Counter()
-    return [memo[int(d)] for d in wanted]
-
-
-def _best_voters(snap: Snapshot, docs: np.ndarray, lexical: np.ndarray, n: int,
-                 rows: Callable[..., dict | None]) -> np.ndarray:
-    """Indices of the n best candidates by lexical score, best first; among equal scores the newest,
-    then the greatest path, so neither the choice nor the order depends on how the index happens to
-    number its documents (two clones of one vault number theirs differently) or on ids' random bits."""
-    best = top_k(lexical, n, snap.ts[docs])
-    if not len(best):
-        return best
-    stamps = snap.ts[docs[best]]
-    keys = list(zip(lexical[best].tolist(), stamps.tolist()))
-    if len(set(keys)) < len(keys):  # equal score and time: the paths decide (one lookup of a few rows)
-        found = rows([int(d) for d in docs[best]], snap.generation) or {}
-        paths = [found.get(int(d), {}).get("path", "") for d in docs[best]]
-        best = best[sorted(range(len(best)), key=lambda j: (-keys[j][0], -keys[j][1], _desc(paths[j])))]
-    else:
-        best = best[np.lexsort((-stamps, -lexical[best]))]
-    best = best[:n]
-    return best[lexical[best] > 0]
-
-
-def _desc(value: str) -> tuple[int, ...]:
-    """A sort key that orders strings from greatest to least."""
-    return tuple(-ord(ch) for ch in value)
-
-
-def _feedback_terms(snap: Snapshot, docs: np.ndarray, lexical: np.ndarray, terms: list[str], cfg: RankingSettings,
-                    rows: Callable[..., dict | None]) -> list[tuple[float, np.ndarray, np.ndarray]]:
-    """(weight, docs, tf) of the feedback_terms strongest terms that are not the query's, strongest
-    first: the feedback_docs best memories vote for their terms (scoring.feedback_weights), and a
-    vote counts times the term's idf, so words every memory has do not lead."""
-    best = _best_voters(snap, docs, lexical, int(cfg.feedback_docs), rows)
-    counts = _memory_terms(snap, docs[best], rows)
-    if counts is None:
-        return []  # the index moved on: the recall starts again on a new snapshot
-    votes = scoring.feedback_weights(counts, [float(lexical[i]) for i in best])
-    for term in terms:
-        votes.pop(term, None)
-    n_terms, n = int(cfg.feedback_terms), max(snap.n_live, 1)
-    picked = []
-    # idf only for the likeliest few: each lookup is a binary search of the term blob
-    memo = snap.memo.setdefault("feedback_postings", {})
-    if len(memo) > _MEMO_TERMS:
-        memo.clear()
-    # equal votes go by the term itself, not by the order the voters came in (which follows the
-    # index's numbering of its documents: two clones of one vault must expand a query alike)
-    for term in sorted(votes, key=lambda term: (-votes[term], term))[:_FEEDBACK_SHORTLIST * n_terms]:
-        term_docs, tf = memo[term] if term in memo else memo.setdefault(term, snap.postings(term))
-        if len(term_docs) > 1:  # a term of one memory only finds that memory again
-            picked.append((votes[term] * scoring.idf(len(term_docs), n), term, term_docs, tf))
-    picked.sort(key=lambda item: (-item[0], item[1]))
-    return [(weight, term_docs, tf) for weight, _, term_docs, tf in picked[:n_terms]]
-
-
 def _questions(snap: Snapshot) -> np.ndarray:
     """1.0 for the memories whose text ends with a question, else 0 (memoised per snapshot)."""
     found = snap.memo.get("questions")
     if found is None:
-        found = snap.memo["questions"] = _dense(snap, snap.postings(QUESTION_TERM)[0]).astype(np.float32)
+        found = np.zeros(snap.size, dtype=np.float32)
+        found[snap.postings(QUESTION_TERM)[0]] = 1.0
+        snap.memo["questions"] = found
     return found
 
 

@@ -113,13 +113,26 @@ _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 def append_events(folder: Path, kind: str, events: Iterable[dict], now: float | None = None) -> None:
     """Append events as JSON lines to `<folder>/<kind>-YYYY-MM.jsonl` in one write (O_APPEND)."""
-    stamp = time.time() if now is None else now
-    lines = "".join(_ENCODE(ev) + "\n" for ev in events)
+    _append_lines(folder, kind, "".join(_ENCODE(ev) + "\n" for ev in events), now)
+
+
+def append_accesses(folder: Path, ids: Iterable[str], stamp: float) -> None:
+    """append_events of one `access` event per id at `stamp`, the same bytes: every recall logs its
+    hits, so the line is put together once rather than encoded event by event."""
+    head, tail = '{"event":"access","id":', ',"ts":' + _ENCODE(stamp) + "}\n"
+    _append_lines(folder, "events", "".join(head + _ENCODE(i) + tail for i in ids), stamp)
+
+
+def _append_lines(folder: Path, kind: str, lines: str, now: float | None) -> None:
     if not lines:
         return
-    folder.mkdir(parents=True, exist_ok=True)
+    stamp = time.time() if now is None else now
     path = folder / f"{kind}-{time.strftime('%Y-%m', time.gmtime(stamp))}.jsonl"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    except FileNotFoundError:  # the device folder is new (or was removed): made on first use
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         os.write(fd, lines.encode("utf-8"))
     finally:
@@ -204,5 +217,5 @@ def log_files(devices_dir: Path, kind: str) -> Iterator[Path]:
         yield from sorted(devices_dir.glob(f"*/{kind}-*.jsonl"))
 
 
-__all__ = ["FOLDED", "append_events", "bad_lines", "device_id", "device_info", "log_files", "read_new_lines",
+__all__ = ["FOLDED", "append_accesses", "append_events", "bad_lines", "device_id", "device_info", "log_files", "read_new_lines",
            "reset_device_id", "state_dir"]

@@ -17,7 +17,7 @@ from ..settings import Settings, load_settings
 from ..errors import (AmbiguousNote, ConfigError, InvalidValue, NoteNotFound, UnsafePath, VaultmemError, VaultNotFound,
                       WriteConflict)
 from ..notes.names import safe_filename
-from .events import append_events, device_id
+from .events import append_accesses, append_events, device_id
 from .files import atomic_write
 from .index.index import Index
 from .index.scan import RefreshStats, ScanRoot
@@ -439,7 +439,7 @@ class Store:
         read-only vault they are skipped (said once): reading must not need a write."""
         stamp = time.time() if now is None else now
         try:
-            append_events(self.device_dir, "events", ({"event": "access", "id": i, "ts": stamp} for i in ids), stamp)
+            append_accesses(self.device_dir, ids, stamp)
         except OSError as exc:
             if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
                 raise

@@ -152,9 +152,19 @@ class _Generation:
     post_off: np.ndarray
     post_doc: np.ndarray
     post_tf: np.ndarray
+    # terms looked up, and where (a generation never changes: every snapshot of it shares what was found)
+    found: dict[bytes, int] = field(default_factory=dict)
 
     def find(self, term: bytes) -> int:
         """Index of a term in the sorted blob, or -1 (binary search; UTF-8 bytes sort like code points)."""
+        at = self.found.get(term)
+        if at is None:
+            if len(self.found) >= _MEMO_TERMS:
+                self.found.clear()
+            at = self.found[term] = self._search(term)
+        return at
+
+    def _search(self, term: bytes) -> int:
         off, blob = self.term_off, self.blob
         lo, hi = 0, len(off) - 1
         while lo < hi:
