@@ -81,12 +81,19 @@ def fold_event(conn: sqlite3.Connection, log: str, ev: dict[str, Any]) -> None:
         conn.execute(INSERT_PIN, (log, ev["id"], kind, ts, ev.get("ratio"), ev.get("age_hours")))
 
 
+MMAP_BYTES = 1 << 30  # address space, not memory: only the pages read are resident
+
+
 def connect(path: Path) -> sqlite3.Connection:
     """A connection shared by this process's threads, in WAL mode, waiting up to a minute for a lock."""
     conn = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA busy_timeout = 60000")
     _set_wal(conn)
     conn.execute("PRAGMA synchronous = NORMAL")
+    # reads through a memory map instead of a read() per page: a recall's rows (bodies spread over
+    # the file) cost ~15% less at 100k notes. vaultmem never shrinks the file in place (a rebuild
+    # writes a new one, rows are deleted without a vacuum), which is what a map could not survive.
+    conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
     conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # fail now if the file is not a database
     return conn
 
