@@ -215,14 +215,24 @@ def _visible(snap: Snapshot, q: Query) -> np.ndarray:
     key = ("visible", tuple(q.kinds), tuple(q.status) if q.status is not None else None, tuple(sorted(q.include)))
     mask = snap.memo.get(key)
     if mask is None:
-        mask = snap.live & np.isin(snap.codes["kind"], [snap.code("kind", k) for k in q.kinds])
+        mask = snap.live & _having(snap, "kind", q.kinds)
         if q.status is None:
-            hidden = [snap.code("status", s) for s in HIDDEN_STATUSES if s not in q.include]
-            mask &= ~np.isin(snap.codes["status"], hidden)
+            mask &= ~_having(snap, "status", [s for s in HIDDEN_STATUSES if s not in q.include])
         else:
-            mask &= np.isin(snap.codes["status"], [snap.code("status", s) for s in q.status])
+            mask &= _having(snap, "status", q.status)
         snap.memo[key] = mask
     return mask
+
+
+def _having(snap: Snapshot, column: str, names) -> np.ndarray:
+    """Whether each document's value of a categorical column is one of these names: a lookup of each
+    document's code in a table of the column's codes (a gather, several times cheaper than np.isin)."""
+    table = np.zeros(len(snap.vocab[column]) + 1, dtype=bool)
+    for name in names:
+        code = snap.code(column, name)
+        if code >= 0:
+            table[code] = True
+    return table[snap.codes[column]]
 
 
 _FILTERED = ("type", "source", "namespace", "lifecycle")
@@ -243,8 +253,7 @@ def _passing(snap: Snapshot, q: Query) -> np.ndarray:
     if mask is None:
         mask = _visible(snap, q).copy()
         for column, value in wanted:
-            names = value if isinstance(value, tuple) else (value,)
-            mask &= np.isin(snap.codes[column], [snap.code(column, name) for name in names])
+            mask &= _having(snap, column, value if isinstance(value, tuple) else (value,))
         if len(masks) >= _MASKS:
             masks.clear()
         masks[key] = mask
