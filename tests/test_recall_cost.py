@@ -16,7 +16,7 @@ from vaultmem import Vault
 from vaultmem.recall import candidates
 from vaultmem.recall.candidates import Candidates, union
 from vaultmem.store.events import append_accesses, append_events
-from vaultmem.store.index import index as index_module
+from vaultmem.store.index import freshness as index_module
 
 from .conftest import write_note
 
@@ -145,3 +145,59 @@ def test_tuning_the_allocator_can_be_turned_off(monkeypatch):
     monkeypatch.setattr("ctypes.CDLL", lambda *_: calls.append("loaded"))
     candidates.keep_heap()
     assert calls == []
+
+
+def _edit_in_place(path, old: str, new: str) -> None:
+    """Rewrite a note as an editor that saves in place does: same file, its folder's time unchanged."""
+    folder_time = path.parent.stat().st_mtime_ns
+    path.write_text(path.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+    assert path.parent.stat().st_mtime_ns == folder_time
+
+
+def test_a_shown_note_saved_in_place_is_read_again_by_a_long_lived_process(vault):
+    vault.remember("the deploy window is friday evening", tags=["ops"])
+    first = vault.recall("deploy window")
+    assert "friday" in first[0].content
+    _edit_in_place(vault.root / first[0].path, "friday evening", "monday at dawn after the holiday")
+    again = vault.recall("deploy window")  # no refresh: the hit's file is not as indexed
+    assert [h.id for h in again] == [first[0].id]
+    assert "monday at dawn" in again[0].content and "friday" not in again[0].content
+    assert vault.recall("holiday")[0].id == first[0].id  # and it is indexed anew
+
+
+def test_freshen_sweeps_while_cheap_and_else_at_most_every_sweep_every(vault):
+    vault.remember("the harbour crane needs new cables")
+    target = vault.remember("a note about the budget meeting")
+    path = vault.root / target.path
+    vault.refresh()  # a first sweep, whose cost freshen compares with the budget
+    assert not vault.freshen().skipped  # cheap: this small vault is swept every time
+    _edit_in_place(path, "budget meeting", "budget meeting and the zanzibar trip")
+    vault.freshen()
+    assert [h.id for h in vault.recall("zanzibar")] == [target.id]
+
+    vault.configure("index", sweep_budget=0.0, sweep_every=3600.0)  # as on a vault too large to sweep
+    _edit_in_place(path, "zanzibar trip", "kilimanjaro climb")
+    vault.freshen()
+    assert vault.recall("kilimanjaro") == []  # rewritten in place, not among the hits: waits for a sweep
+    write_note(vault, "memories/copied.md", "---\nid: 01JCOPIEDCOPIEDCOPIEDCOPIED\n---\nkilimanjaro packing list\n")
+    vault.freshen()  # created: its folder's time says so, and the refresh that follows reads both
+    assert {h.title for h in vault.recall("kilimanjaro")} == {"copied", path.stem}
+    _edit_in_place(path, "kilimanjaro climb", "serengeti safari")
+    vault.freshen()
+    assert vault.recall("serengeti") == []
+    vault.configure("index", sweep_budget=0.0, sweep_every=0.0)  # the last sweep is old enough
+    vault.freshen()
+    assert [h.title for h in vault.recall("serengeti")] == [path.stem]
+
+
+def test_a_snapshot_load_reads_the_delta_and_the_uses_without_a_pass_over_every_note(vault):
+    from vaultmem.store.index.index import _ACCESS, _FEEDBACK, delta_since
+    from vaultmem.store.index.snapshot import COLUMNS
+
+    for n in range(5):
+        vault.remember(f"memory number {n} about the quarry")
+    vault.recall("quarry")
+    conn = vault.index._conn()
+    for sql, params in ((delta_since(COLUMNS), (0,)), (_ACCESS, ()), (_FEEDBACK, ())):
+        plan = [row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, params)]
+        assert not plan[0].split()[1] in ("n", "notes"), plan  # the outer loop is the small table

@@ -135,6 +135,8 @@ sync:                     # `vaultmem sync` and the pre-commit hook (`vaultmem h
 
 index:
   auto_refresh: true      # rescan changed files before each CLI recall (remember: --refresh)
+  sweep_budget: 0.05      # seconds: a one-off read stats every note while that costs no more (README "Freshness")
+  sweep_every: 60         # seconds: past the budget, at most one full sweep this often; folders are still looked at
   compact_min: 256        # merge the delta into a new generation past max(compact_min, compact_ratio x notes)
   compact_ratio: 0.02
   lock_timeout: 60        # seconds a writer waits for another one before giving up ($VAULTMEM_LOCK_TIMEOUT)
@@ -173,7 +175,7 @@ _RULES: dict[str, tuple[str, Any]] = {
     **dict.fromkeys(["write.merge_bonus", "write.reinforce_hours", "ranking.rrf_k", "ranking.bm25_k1", "reinforcement.reward",
                      "reinforcement.max_reward", "index.compact_ratio", "ranking.feedback_scale",
                      "ranking.feedback_max_weight", "gc.threshold", "gc.unused_days",
-                     "working_set.weight"], _NOT_NEGATIVE),
+                     "working_set.weight", "index.sweep_budget", "index.sweep_every"], _NOT_NEGATIVE),
     "half_life_hours.*": ("a number of 0 or more, or null", lambda v: v >= 0),
     "defaults.score": ("a number from 0 to 10", lambda v: 0 <= v <= 10),
 }

@@ -167,6 +167,8 @@ class SyncSettings(NamedTuple):
 
 class IndexSettings(NamedTuple):
     auto_refresh: bool
+    sweep_budget: float
+    sweep_every: float
     compact_min: int
     compact_ratio: float
     lock_timeout: float

@@ -90,10 +90,12 @@ class Hits(list):
     that decay alone kept out of them (hindsight.suppressed); else it is empty."""
 
     suppressed: list[dict[str, Any]]
+    rewritten: list[str]  # vault paths of short-listed notes whose files changed since they were indexed
 
-    def __init__(self, hits=(), suppressed: list[dict[str, Any]] | None = None):
+    def __init__(self, hits=(), suppressed: list[dict[str, Any]] | None = None, rewritten: list[str] | None = None):
         super().__init__(hits)
         self.suppressed = suppressed or []
+        self.rewritten = rewritten or []
 
 
 def visible_namespaces(settings: Settings, given: str | list[str] | None) -> list[str] | None:
@@ -128,7 +130,8 @@ def recall(vault: Store, query: Query) -> Hits:
     if hot is not None:
         cfg = cfg._replace(weights=FrozenMap({**cfg.weights, "working": vault.settings.working_set.weight}))
         config = config._replace(ranking=cfg)
-    for _ in range(3):
+    reread = False
+    for _ in range(4):
         snap = vault.index.snapshot()
         hot_docs = None if hot is None else hot.docs(snap.live, lambda ids: _docs_of(vault, ids))
         rows = _row_reader(vault, snap)
@@ -136,8 +139,13 @@ def recall(vault: Store, query: Query) -> Hits:
         if ranked is None:
             return Hits()
         hits = _hits(vault, snap, rows, query, *ranked, limit, cfg)
-        if hits is not None:
-            break
+        if hits is None:
+            continue
+        if hits.rewritten and not reread:  # saved in place since indexed: read them, rank again
+            reread = True
+            if not vault.index.refresh_paths(hits.rewritten, wait=False).skipped:
+                continue
+        break
     else:
         raise VaultmemError("the index kept changing during recall; try again")
     record = vault.settings.reinforcement.record_access if query.record_access is None else query.record_access
@@ -149,7 +157,7 @@ def recall(vault: Store, query: Query) -> Hits:
 
 
 ROW_FIELDS = ("id", "path", "title", "body", "tags", "source", "lifecycle", "stamp", "ts", "score", "type", "value",
-              "status", "namespace", "policy")  # what a recall reads of a note's row
+              "status", "namespace", "policy", "mtime_ns", "size")  # what a recall reads of a note's row
 _MEMO_ROWS = 2048  # rows a snapshot keeps
 
 
@@ -421,9 +429,10 @@ def _hits(vault: Store, snap: Snapshot, rows: hindsight.Rows, q: Query, docs, ch
     final = _fuse(channels, weights, cfg)
     fuzzy_n = int(cfg.fuzzy_rescore) if unknown else 0
     wanted = max(limit, fuzzy_n)
+    rewritten: list[str] = []
     while True:
         scored = _short_list(vault, snap, rows, q, docs, channels, final, top_k(final, wanted, snap.ts[docs]), fuzzy_n,
-                             cfg)
+                             cfg, rewritten)
         # notes the index names but whose files are not there yet (a batch creating them right now)
         # or any more drop out: look further down rather than answer with fewer hits than asked
         if scored is None or len(scored) >= limit or wanted >= len(final):
@@ -437,11 +446,11 @@ def _hits(vault: Store, snap: Snapshot, rows: hindsight.Rows, q: Query, docs, ch
     scored.sort(key=lambda item: (item[0], item[2]["ts"], item[2]["path"]), reverse=True)
     hits = [_hit(snap, row, parts, total, prior, i, int(docs[i])) for total, _, row, parts, i in scored[:limit]]
     if not q.explain:
-        return Hits(hits)
+        return Hits(hits, rewritten=rewritten)
     undecayed = {**channels, "strength": np.clip(prior.undecayed / scoring.MAX_SCORE, 0.0, 1.0)}
     hidden = hindsight.suppressed(rows, snap.generation, docs, channels["lexical"], prior.decay,
                                   top_k(_fuse(undecayed, weights, cfg), limit), {h.id for h in hits})
-    return None if hidden is None else Hits(hits, hidden)
+    return None if hidden is None else Hits(hits, hidden, rewritten)
 
 
 def _fuse(channels: dict[str, np.ndarray], weights: dict[str, float], cfg: RankingSettings) -> np.ndarray:
@@ -451,9 +460,10 @@ def _fuse(channels: dict[str, np.ndarray], weights: dict[str, float], cfg: Ranki
 
 
 def _short_list(vault: Store, snap: Snapshot, read: hindsight.Rows, q: Query, docs, channels, final, top, fuzzy_n: int,
-                cfg: RankingSettings):
+                cfg: RankingSettings, rewritten: list[str]):
     """(score, rank, row, channel parts, doc index) of the top documents whose notes are on disk;
-    None if the index moved to another generation meanwhile."""
+    None if the index moved to another generation meanwhile. The paths of those whose files are not
+    as indexed (saved in place since: their folder's time tells nothing) are added to `rewritten`."""
     rows = read(docs[top], snap.generation)
     if rows is None:
         return None
@@ -464,8 +474,12 @@ def _short_list(vault: Store, snap: Snapshot, read: hindsight.Rows, q: Query, do
         row = rows.get(int(docs[i]))
         if row is None:
             continue  # changed or removed since the snapshot: the next recall sees its new form
-        if not os.path.exists(root + row["path"]):
+        try:
+            st = os.stat(root + row["path"])
+        except OSError:
             continue  # deleted by hand, or indexed by a batch killed before it wrote the note: a refresh drops it
+        if (st.st_mtime_ns, st.st_size) != (row["mtime_ns"], row["size"]):
+            rewritten.append(row["path"])
         parts = {name: float(values[i]) for name, values in channels.items()}
         total = float(final[i])
         if fuzzy is not None:

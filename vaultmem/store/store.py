@@ -216,6 +216,15 @@ class Store:
         False, skip it while another writer is at work (a read then answers from what is indexed)."""
         return self.index.refresh(progress, force, wait)
 
+    def freshen(self) -> RefreshStats:
+        """What a one-off read does before it answers (a CLI recall, ask, context): a full refresh
+        while one costs at most `index.sweep_budget` seconds, else one at most every
+        `index.sweep_every` seconds and, between them, only the folders' look (created, renamed and
+        deleted notes; recall checks its own hits for edits in place). Skipped while another writer is
+        at work, or while a live watcher keeps the index current."""
+        cfg = self.settings.index
+        return self.index.freshen(float(cfg.sweep_budget), float(cfg.sweep_every))
+
     def reused(self, name: str, key: Any, build: Callable[[], Any]) -> Any:
         """A helper the write pipeline builds once (the policy, the rule tables, the entity
         matcher) and reuses while `key` holds: a long-lived agent remembers without rebuilding."""

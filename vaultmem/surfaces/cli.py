@@ -378,10 +378,10 @@ def ask(
 
 
 def _refreshed(vault: Path | None, refresh: bool):
-    """The vault, rescanned first (without waiting out another writer) when asked and configured."""
+    """The vault, freshened first (without waiting out another writer) when asked and configured."""
     v = open_vault(vault)
     if refresh and v.settings.index.auto_refresh:
-        v.refresh(wait=False)
+        v.freshen()
     return v
 
 

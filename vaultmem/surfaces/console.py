@@ -166,7 +166,7 @@ def recall_command(query: str | None, tag: list[str] | None, limit: int | None, 
     """`vaultmem recall`: refresh, recall, print."""
     v = open_vault(vault)
     if refresh and v.settings.index.auto_refresh:
-        v.refresh(wait=False)  # during another writer's batch: answer from what is indexed
+        v.freshen()  # README "Freshness without a watcher"; during another writer's batch: what is indexed
     flags = {"include_superseded": include_superseded, "include_candidates": include_candidates,
              "include_archived": include_archived}
     include = [status_name for flag, status_name in HIDDEN_FLAGS.items() if flags[flag]]
