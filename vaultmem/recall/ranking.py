@@ -467,11 +467,14 @@ def _short_list(vault: Store, snap: Snapshot, read: hindsight.Rows, q: Query, do
     rows = read(docs[top], snap.generation)
     if rows is None:
         return None
-    fuzzy = _fuzzy(q.text, [rows.get(int(docs[i])) for i in top]) if fuzzy_n else None
+    top_docs = docs[top].tolist()
+    fuzzy = _fuzzy(q.text, [rows.get(doc) for doc in top_docs]).tolist() if fuzzy_n else None
+    picked = {name: values[top].tolist() for name, values in channels.items()}  # one gather per channel
+    totals = final[top].tolist()
     scored = []
     root = os.path.join(str(vault.root), "")
-    for j, i in enumerate(top):
-        row = rows.get(int(docs[i]))
+    for j, (i, doc) in enumerate(zip(top, top_docs)):
+        row = rows.get(doc)
         if row is None:
             continue  # changed or removed since the snapshot: the next recall sees its new form
         try:
@@ -480,10 +483,10 @@ def _short_list(vault: Store, snap: Snapshot, read: hindsight.Rows, q: Query, do
             continue  # deleted by hand, or indexed by a batch killed before it wrote the note: a refresh drops it
         if (st.st_mtime_ns, st.st_size) != (row["mtime_ns"], row["size"]):
             rewritten.append(row["path"])
-        parts = {name: float(values[i]) for name, values in channels.items()}
-        total = float(final[i])
+        parts = {name: values[j] for name, values in picked.items()}
+        total = totals[j]
         if fuzzy is not None:
-            parts["fuzzy"] = float(fuzzy[j])
+            parts["fuzzy"] = fuzzy[j]
             total += cfg.fuzzy_weight * parts["fuzzy"]
         scored.append((total, j, row, parts, i))
     return scored
