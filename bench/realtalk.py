@@ -27,7 +27,8 @@ from pathlib import Path
 
 from _retrieval import Conversation, Question, Turn, add_run_options, run_and_report
 
-DEFAULT_DATA = Path("/work/data/realtalk")
+# beside the checkout, as the shared data sits for every clone (shared/data/README.md)
+DEFAULT_DATA = (Path(__file__).resolve().parent.parent / ".." / "shared" / "data" / "realtalk").resolve()
 SOURCE = "https://github.com/danny911kr/REALTALK (folder data/, files Chat_*.json)"
 CATEGORIES = {"1": "multi-hop", "2": "temporal", "3": "commonsense"}
 SMOKE_QUESTIONS = 30

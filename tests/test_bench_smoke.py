@@ -10,7 +10,7 @@ import pytest
 from .conftest import REPO
 
 LOCOMO = REPO.parent / "shared" / "data" / "locomo10.json"
-REALTALK = Path("/work/data/realtalk")
+REALTALK = REPO.parent / "shared" / "data" / "realtalk"
 
 
 def smoke(script: str, out, *options: str) -> dict:
@@ -46,7 +46,7 @@ def assert_both_systems(figures: dict, types: set[str]) -> None:
             assert all(0.0 <= value <= 1.0 for value in metrics.values())
 
 
-@pytest.mark.skipif(not any(REALTALK.glob("Chat_*.json")), reason="no REALTALK data in /work/data/realtalk")
+@pytest.mark.skipif(not any(REALTALK.glob("Chat_*.json")), reason="no REALTALK data in ../shared/data/realtalk")
 def test_realtalk_benchmark_smoke_writes_both_systems_and_takes_an_override(tmp_path):
     figures = smoke("realtalk.py", tmp_path / "realtalk.json", "--set", "ranking.bm25_b=0.75")
     assert figures["n_questions"] == 30 and figures["overrides"] == {"ranking": {"bm25_b": 0.75}}
