@@ -201,3 +201,25 @@ def test_a_snapshot_load_reads_the_delta_and_the_uses_without_a_pass_over_every_
     for sql, params in ((delta_since(COLUMNS), (0,)), (_ACCESS, ()), (_FEEDBACK, ())):
         plan = [row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, params)]
         assert not plan[0].split()[1] in ("n", "notes"), plan  # the outer loop is the small table
+
+
+def test_threads_sharing_one_vault_get_the_answers_one_thread_gets(vault):
+    words = ["harbour", "crane", "budget", "meeting", "deploy", "window", "invoice", "travel"]
+    for n in range(120):
+        vault.remember(f"{words[n % 8]} {words[(n * 3) % 8]} note {n} " + " ".join(words[: n % 5]),
+                       namespace="team" if n % 3 else None)
+    queries = [f"{a} {b}" for a in words for b in words[:3]]
+    expected = {q: [h.id for h in vault.recall(q, record_access=False)] for q in queries}
+    wrong: list[str] = []
+
+    def work(offset: int) -> None:
+        for q in queries[offset:] + queries[:offset]:
+            if [h.id for h in vault.recall(q, record_access=False)] != expected[q]:
+                wrong.append(q)
+
+    threads = [threading.Thread(target=work, args=(k * 5,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wrong == []
