@@ -7,7 +7,9 @@ The vault (bench/_synth.py, as bench/recall.py builds it) is indexed cold, then 
 opens it and runs --turns turns, each a `remember` of a new memory (drawn from the same pools,
 written now: every one adds a line to today's episode note) followed by a prefetch of a query
 (bench/_synth.py's query mix, text only). The prefetch is `Vault.context(query, budget_tokens=800)`
-when the library has it, else `Vault.recall(query, limit=PREFETCH_LIMIT)` (the JSON says which).
+when the library has it, else (or with --prefetch recall, as bench/compare.py asks so that an old
+commit without `context` does the same work) `Vault.recall(query, limit=PREFETCH_LIMIT)` (the JSON
+says which).
 Afterwards the same process prefetches again with no write between (`nowrite_*`). Nothing is
 asserted: the figures are printed against their targets and written with --json.
 """
@@ -63,7 +65,7 @@ def phase_turns(args: argparse.Namespace) -> dict:
     work = json.loads(Path(args.items_file).read_text(encoding="utf-8"))
     memories, queries = work["memories"], work["queries"]
     vault = Vault(args.vault)
-    if hasattr(vault, "context"):
+    if args.prefetch != "recall" and hasattr(vault, "context"):
         prefetch, call = (lambda q: vault.context(q, budget_tokens=BUDGET_TOKENS)), "context"
     else:
         prefetch, call = (lambda q: vault.recall(q, limit=PREFETCH_LIMIT)), "recall"
@@ -113,21 +115,28 @@ def _build(workdir: Path, args: argparse.Namespace, env: dict) -> tuple[Path, di
     return vault, info, items, time.perf_counter() - start
 
 
-def _run_turns(vault: Path, items: Path, env: dict) -> dict:
+def _run_turns(vault: Path, items: Path, env: dict, prefetch: str) -> dict:
     """The turns phase in a fresh process of this script."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--_phase", "turns", "--vault", str(vault),
-           "--items-file", str(items)]
+           "--items-file", str(items), "--prefetch", prefetch]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=PHASE_TIMEOUT_S)
     if done.returncode != 0:
         raise SystemExit(f"the turns phase failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def drift(remember_ms: list[float], prefetch_ms: list[float], block: int = BLOCK) -> tuple[int, float, float]:
+    """(turns per block, first block's ms, last block's ms) of the whole turns (remember + prefetch);
+    the block is at most half the turns."""
+    turns = [a + b for a, b in zip(remember_ms, prefetch_ms)]
+    block = min(block, len(turns) // 2)
+    return block, sum(turns[:block]), sum(turns[-block:])
+
+
 def _report(args: argparse.Namespace, info: dict, index_s: float, m: dict, machine: dict, total_s: float) -> dict:
     """The JSON result: the fixed keys, everything else under "extra"."""
-    turns = [a + b for a, b in zip(m["remember_ms"], m["prefetch_ms"])]
-    block = min(BLOCK, len(turns) // 2)
-    first, last = sum(turns[:block]), sum(turns[-block:])
+    block, first, last = drift(m["remember_ms"], m["prefetch_ms"])
+    turns = m["remember_ms"]  # one per turn
     result = {
         "notes": args.notes, "turns": len(turns), "prefetch_call": m["call"],
         "remember_p50_ms": round(_percentile(m["remember_ms"], 50), 3),
@@ -179,7 +188,7 @@ def run_benchmark(args: argparse.Namespace) -> dict:
     machine = _machine()
     try:
         vault, info, items, index_s = _build(workdir, args, env)
-        measured = _run_turns(vault, items, env)
+        measured = _run_turns(vault, items, env, args.prefetch)
         machine["load_avg_end"] = __import__("os").getloadavg()
         result = _report(args, info, index_s, measured, machine, time.perf_counter() - started)
         print_table(result)
@@ -203,6 +212,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--keep", action="store_true", help="keep the temporary folder")
     p.add_argument("--seed", type=int, default=0, help="generator seed")
     p.add_argument("--smoke", action="store_true", help="200 notes, 150 turns: a quick check for CI")
+    p.add_argument("--prefetch", choices=("auto", "context", "recall"), default="auto",
+                   help="the prefetch call: context when the library has it (auto, context), else recall")
     p.add_argument("--_phase", choices=sorted(PHASES), help=argparse.SUPPRESS)
     p.add_argument("--vault", help=argparse.SUPPRESS)
     p.add_argument("--items-file", help=argparse.SUPPRESS)

@@ -9,7 +9,8 @@ generator's memory and warm caches do not leak into it; the notes are in the OS 
 (written moments before), so "cold" means no index sidecar, not a cold disk. Subprocesses run
 with bytecode caching on (PYTHONDONTWRITEBYTECODE is dropped) as an installed package would.
 peak_rss_index_mb is the index process alone (ru_maxrss); extra.index_tree_peak_rss_mb adds the
-worker processes it starts. extra.machine records the load average and a Python speed yardstick:
+worker processes it starts; extra.faults_per_recall is the recall process's minor page faults over
+the timed queries, per query. extra.machine records the load average and a Python speed yardstick:
 other processes on the machine skew every figure. With --profile the index, refresh and recall
 phases also run under cProfile (slower; the figures of that run are inflated).
 """
@@ -133,15 +134,18 @@ def phase_recall(args: argparse.Namespace) -> dict:
     vault.index.snapshot()
     vault.recall(queries[0]["text"], tags=queries[0]["tags"])
     times, empty = [], 0
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     with _profiled(args.profile_out):
         for q in queries:
             start = time.perf_counter()
             hits = vault.recall(q["text"], tags=q["tags"])
             times.append((time.perf_counter() - start) * 1000)
             empty += not hits
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
     rss = _current_rss_mb()
     vault.close()
-    return {"ms": times, "kinds": [q["kind"] for q in queries], "empty": empty, "rss_mb": rss}
+    return {"ms": times, "kinds": [q["kind"] for q in queries], "empty": empty, "rss_mb": rss,
+            "faults_per_recall": faults / len(queries)}
 
 
 PHASES = {"index": phase_index, "refresh": phase_refresh, "open": phase_open, "recall": phase_recall}
@@ -168,30 +172,38 @@ def _tree_rss_mb(root: int) -> float:
     return total / 2**20
 
 
-def _run_phase(name: str, vault: Path, env: dict, *extra: str, watch_tree: bool = False) -> dict:
-    """Run one phase in a fresh interpreter; returns its JSON result plus `wall_s` (the whole
-    process) and, with watch_tree, `tree_peak_rss_mb`: the peak summed RSS of the process and
-    every process it starts (worker pools), sampled every TREE_SAMPLE_S."""
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--_phase", name, "--vault", str(vault), *extra]
+def run_json_process(cmd: list[str], env: dict, *, cwd: str | Path | None = None, watch_tree: bool = False,
+                     timeout: float = PHASE_TIMEOUT_S) -> dict:
+    """Run a command that prints one JSON object as its last line; returns it plus `wall_s` (the
+    whole process) and, with watch_tree, `tree_peak_rss_mb`: the peak summed RSS of the process and
+    every process it starts (worker pools), sampled every TREE_SAMPLE_S. Raises RuntimeError when
+    the command fails and subprocess.TimeoutExpired (after killing it) when it runs out of time."""
     start, peak = time.perf_counter(), 0.0
-    with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+    with subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
         while True:
             try:
-                out, err = proc.communicate(timeout=TREE_SAMPLE_S if watch_tree else PHASE_TIMEOUT_S)
+                out, err = proc.communicate(timeout=TREE_SAMPLE_S if watch_tree else timeout)
                 break
             except subprocess.TimeoutExpired:
-                if not watch_tree or time.perf_counter() - start > PHASE_TIMEOUT_S:
+                if not watch_tree or time.perf_counter() - start > timeout:
                     proc.kill()
+                    proc.communicate()
                     raise
                 peak = max(peak, _tree_rss_mb(proc.pid))
     wall = time.perf_counter() - start
     if proc.returncode:
-        raise RuntimeError(f"phase {name} failed ({proc.returncode}):\n{err}")
+        raise RuntimeError(f"{' '.join(cmd[1:4])} failed ({proc.returncode}):\n{err}")
     result = json.loads(out.strip().splitlines()[-1])
     result["wall_s"] = wall
     if watch_tree:
         result["tree_peak_rss_mb"] = max(peak, result.get("peak_rss_mb", 0.0))
     return result
+
+
+def _run_phase(name: str, vault: Path, env: dict, *extra: str, watch_tree: bool = False) -> dict:
+    """Run one phase in a fresh interpreter of this script (see run_json_process)."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--_phase", name, "--vault", str(vault), *extra]
+    return run_json_process(cmd, env, watch_tree=watch_tree)
 
 
 def _cli_command() -> tuple[list[str], str]:
@@ -202,20 +214,25 @@ def _cli_command() -> tuple[list[str], str]:
     return [sys.executable, "-m", "vaultmem"], f"{sys.executable} -m vaultmem"
 
 
-def _wall_runs(cmd: list[str], env: dict, runs: int) -> list[float]:
-    """Wall seconds of each of `runs` runs of a command (which must succeed within CLI_TIMEOUT_S)."""
+def _wall_runs(cmd: list[str], env: dict, runs: int, cwd: str | Path | None = None) -> list[float]:
+    """Wall seconds of each of `runs` runs of a command (which must succeed within CLI_TIMEOUT_S).
+
+    `python -c` and `python -m` put the current folder first on sys.path: give a cwd that is not a
+    checkout, or a run from another tree imports that tree's vaultmem."""
     walls = []
     for _ in range(runs):
         start = time.perf_counter()
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S)
+        proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=CLI_TIMEOUT_S)
         walls.append(time.perf_counter() - start)
         if proc.returncode:
             raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr}")
     return walls
 
 
-def _cli_figures(vault: Path, env: dict) -> dict:
-    """Walls of `vaultmem recall ... --json` without and with the refresh, and the startup floors.
+def _cli_figures(vault: Path, env: dict, cwd: str | Path, *, runs: int = CLI_RUNS,
+                 import_floor: str = IMPORT_FLOOR) -> dict:
+    """Walls of `vaultmem recall ... --json` without and with the refresh, and the startup floors
+    (`python -c import_floor`), each command run `runs` times from cwd (a folder that is no checkout).
 
     A failing or hanging command leaves its list empty and its error under "errors".
     """
@@ -223,11 +240,11 @@ def _cli_figures(vault: Path, env: dict) -> dict:
     recall = [*base, "recall", CLI_QUERY, "--vault", str(vault), "--json"]
     commands = {"no_refresh_s": [*recall, "--no-refresh"], "with_refresh_s": recall,
                 "python_startup_s": [sys.executable, "-c", "pass"],
-                "import_s": [sys.executable, "-c", IMPORT_FLOOR]}
-    out: dict = {"command": how, "query": CLI_QUERY, "errors": {}}
+                "import_s": [sys.executable, "-c", import_floor]}
+    out: dict = {"command": how, "query": CLI_QUERY, "import_command": import_floor, "errors": {}}
     for key, cmd in commands.items():
         try:
-            out[key] = _wall_runs(cmd, env, CLI_RUNS)
+            out[key] = _wall_runs(cmd, env, runs, cwd)
         except (RuntimeError, subprocess.TimeoutExpired) as exc:
             out[key] = []
             out["errors"][key] = str(exc).strip()
@@ -345,7 +362,7 @@ def _measure(vault: Path, qfile: Path, env: dict, args: argparse.Namespace, work
     recall = _run_phase("recall", vault, env, "--queries-file", str(qfile), *_profile_args(args, workdir, "recall"))
     sidecar = _sidecar_bytes(vault)
     return {"index": index, "refreshes": refreshes, "opens": opens, "recall": recall, "sidecar": sidecar,
-            "cli": _cli_figures(vault, env)}
+            "cli": _cli_figures(vault, env, workdir)}
 
 
 def _report(args: argparse.Namespace, info: dict, m: dict, machine: dict, total_s: float) -> dict:
@@ -378,6 +395,7 @@ def _report(args: argparse.Namespace, info: dict, m: dict, machine: dict, total_
         "recall_mean_ms": round(summary["mean"], 3), "recall_max_ms": round(summary["max"], 3),
         "recall_empty_share": round(summary["empty_share"], 3), "recall_by_kind": summary["by_kind"],
         "recall_process_wall_s": round(m["recall"]["wall_s"], 3),
+        "faults_per_recall": round(m["recall"]["faults_per_recall"], 1),
         "cli_recall_no_refresh_s": _median(cli["no_refresh_s"]),
         "cli_runs": {k: [round(v, 4) for v in cli[k]] for k in ("with_refresh_s", "no_refresh_s")},
         "python_startup_s": _median(cli["python_startup_s"]), "import_s": _median(cli["import_s"]),
@@ -412,6 +430,7 @@ def print_table(result: dict) -> None:
           f"peak RSS of the index phase with its worker processes (sampled every {TREE_SAMPLE_S} s)")
     print(f"{'recall mean / max':<20}{extra['recall_mean_ms']:>11.3f} ms   max {extra['recall_max_ms']:.3f} ms, "
           f"{extra['recall_empty_share']:.0%} of queries found nothing")
+    print(f"{'faults per recall':<20}{extra['faults_per_recall']:>14,.1f}   minor page faults over the timed queries")
     print(f"generator {extra['generator']['seconds']:.1f} s, whole run {extra['total_run_s']:.1f} s")
     for key, error in extra["cli_errors"].items():
         print(f"CLI FAILED ({key}): {error.splitlines()[0]}")

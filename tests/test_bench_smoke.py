@@ -176,3 +176,20 @@ def test_note_bytes_smoke_writes_the_same_notes_as_head(tmp_path):
     figures = smoke("note_bytes.py", tmp_path / "note_bytes.json")
     assert figures["against"] == "HEAD" and figures["notes"] == 50 and figures["sample_memories"] > 0
     assert figures["compared"] > 50 and figures["identical"] == figures["compared"] and figures["differing"] == 0
+
+
+def test_compare_benchmark_smoke_measures_both_sides_on_the_same_notes(tmp_path):
+    figures = smoke("compare.py", tmp_path / "compare.json")
+    assert set(figures["sides"]) == {"base", "head"} and figures["rounds"] == 1
+    assert figures["notes_check"] and all(check["identical"] for check in figures["notes_check"].values())
+    rows = figures["summary"]["figures"]
+    for name, row in rows.items():
+        if name == "mcp_first_answer_s" and "mcp_first_answer_s" in figures["summary"]["na"]:
+            continue  # a checkout without the mcp extra says why instead
+        for role in ("base", "head"):
+            assert isinstance(row[role], (int, float)) and len(row[f"{role}_runs"]) == 1, (name, role)
+    assert {"recall_p50_ms", "faults_per_recall", "index_cold_s", "cli_recall_s", "batch_duplicates_left",
+            "agent_last_over_first", "mcp_first_answer_s"} <= set(rows)
+    for side in figures["summary"]["per_side"].values():
+        assert side["yardstick_s"] and side["load_avg"]
+        assert side["vaultmem"] == [str(REPO / "vaultmem")]
