@@ -5,8 +5,13 @@ import sys
 
 
 def main() -> None:
-    """Run the CLI; a plain `recall` or `remember` takes the fast path that does not import typer."""
+    """Run the CLI; a plain `recall`, `remember` or `--version` takes the fast path that does not import typer."""
     vault, argv = _global_vault(sys.argv[1:])
+    if argv == ["--version"]:
+        from .surfaces.console import say, version_line
+
+        say(version_line())
+        _leave(0)
     if argv[:1] in (["recall"], ["remember"]) and not {"--help", "-h", "--batch"} & set(argv):
         from .surfaces import console
 

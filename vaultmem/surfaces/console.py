@@ -89,6 +89,13 @@ RECALL_OPTIONS = {
 }
 
 
+def version_line() -> str:
+    """What `vaultmem --version` prints."""
+    from .. import __version__  # the one home of the version: pyproject.toml reads it from there
+
+    return f"vaultmem {__version__}"
+
+
 def given_vault(path: Path | str | None) -> Path | str | None:
     """--vault, else $VAULTMEM_VAULT, else $OBSIDIAN_VAULT_PATH (None when none is set)."""
     if path is not None:
@@ -362,4 +369,4 @@ def guarded(fn, *args: Any, json_out: bool = False, **kwargs: Any) -> int:
 __all__ = ["HIDDEN_FLAGS", "IDS", "JSON", "LIMIT", "Opt", "RECALL_OPTIONS", "REMEMBER_OPTIONS", "TAG", "VAULT",
            "VAULT_ENV", "check_lifecycle", "colour", "error_message", "fast_recall", "fast_remember",
            "given_vault", "guarded", "open_vault", "print_json", "reader_left", "recall_command",
-           "remember_command", "report_error", "say", "terminal_safe"]
+           "remember_command", "report_error", "say", "terminal_safe", "version_line"]
