@@ -10,6 +10,9 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from .conftest import write_note
 
@@ -52,3 +55,15 @@ def test_version_takes_the_fast_path():
     assert done.returncode == 0 and done.stdout.startswith("vaultmem ")
     assert "import 'typer'" not in done.stderr
 
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads through Linux's /proc")
+def test_the_cli_loads_numpy_without_a_blas_thread_pool():
+    code = ("import os\nimport vaultmem.__main__ as cli\ncli.one_blas_thread()\nimport numpy\n"
+            "print(len(os.listdir('/proc/self/task')), os.environ['OPENBLAS_NUM_THREADS'])")
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+    alone = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert alone.stdout.split() == ["1", "1"], alone.stderr
+    asked = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                           env={**env, "OPENBLAS_NUM_THREADS": "2"})
+    assert asked.stdout.split()[1] == "2", asked.stderr  # a person's own setting stands

@@ -6,6 +6,7 @@ import sys
 
 def main() -> None:
     """Run the CLI; a plain `recall`, `remember` or `--version` takes the fast path that does not import typer."""
+    one_blas_thread()
     vault, argv = _global_vault(sys.argv[1:])
     if argv == ["--version"]:
         from .surfaces.console import say, version_line
@@ -30,6 +31,17 @@ def main() -> None:
     except SystemExit as done:
         _flush_quietly()
         raise done from None
+
+
+def one_blas_thread() -> None:
+    """Let numpy's BLAS start no thread pool, unless the environment asks for one.
+
+    The PyPI wheels' OpenBLAS starts a thread per core as numpy loads: 50-70 ms of a cold recall on
+    a 2-core machine, for a library vaultmem never calls (it multiplies no matrices). Set before
+    numpy is imported; worker processes inherit it.
+    """
+    for name in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, "1")
 
 
 def _global_vault(argv: list[str]) -> tuple[str | None, list[str]]:
