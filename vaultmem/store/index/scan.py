@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import marshal
 import os
 import stat
 from collections.abc import Iterable, Iterator, Sequence
@@ -80,6 +82,15 @@ def walk(folder: str, temps: list[str] | None = None, folders: dict[str, int] | 
                     stack.append(entry.path)
 
 
+def scan_digest(files: dict[str, tuple[ScanRoot, int, int]]) -> tuple[str, int]:
+    """A digest of every (path, mtime_ns, size) a scan found, in its order (Index.scan's result), and
+    the newest mtime_ns among them."""
+    stamps = [(rel, mtime, size) for rel, (_, mtime, size) in files.items()]
+    newest = max((stamp[1] for stamp in stamps), default=0)
+    # marshal version 2 writes no back-references, so equal lists give equal bytes in any process
+    return hashlib.blake2b(marshal.dumps(stamps, 2), digest_size=16).hexdigest(), newest
+
+
 def root_of(vault_root: str, roots: Sequence[ScanRoot], rel: str) -> ScanRoot | None:
     """The scan root holding a vault path (or being it); None outside them or under a hidden name."""
     if any(part.startswith(".") for part in rel.split("/")):
@@ -132,4 +143,4 @@ def map_chunks(root: str, chunks: list[list[tuple]], defaults: NoteDefaults
         yield from pool.map(build_records, [root] * len(chunks), chunks, [defaults] * len(chunks))
 
 
-__all__ = ["RefreshStats", "ScanRoot", "look_at", "map_chunks", "root_of", "walk"]
+__all__ = ["RefreshStats", "ScanRoot", "look_at", "map_chunks", "root_of", "scan_digest", "walk"]
