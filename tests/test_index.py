@@ -274,6 +274,33 @@ def test_a_symlinked_note_is_never_read(vault, tmp_path):
     assert vault.recall("root password") == []
 
 
+@pytest.mark.parametrize("by_descriptor", [True, False])
+def test_a_walk_lists_notes_temps_and_folder_times_and_skips_links(vault, tmp_path, monkeypatch, by_descriptor):
+    import os
+
+    from vaultmem.store.index import scan
+
+    if by_descriptor and not scan._BY_FD:
+        pytest.skip("this system lists folders by path only")
+    monkeypatch.setattr(scan, "_BY_FD", by_descriptor)  # False: as on Windows
+    memories = vault.root / "memories"
+    a = write_note(vault, "memories/a.md", "---\nid: A\n---\napple\n")
+    b = write_note(vault, "memories/deep/er/b.md", "---\nid: B\n---\nbanana\n")
+    write_note(vault, "memories/.hidden/c.md", "---\nid: C\n---\ncherry\n")
+    (memories / "notes.txt").write_text("not a note", encoding="utf-8")
+    (memories / ".a.md.123.00beef.1.tmp").write_bytes(b"")
+    os.symlink(vault.root / "memories" / "a.md", memories / "link.md")
+    os.symlink(tmp_path, memories / "outside")
+    temps: list[str] = []
+    folders: dict[str, int] = {}
+    found = {path: (mtime, size) for path, mtime, size in scan.walk(str(memories), temps, folders)}
+    assert found == {str(p): (p.stat().st_mtime_ns, p.stat().st_size) for p in (a, b)}
+    base = str(memories) + os.sep
+    assert temps == [base + ".a.md.123.00beef.1.tmp"] and scan.is_temp_name(".a.md.123.00beef.1.tmp")
+    assert folders == {str(f): f.stat().st_mtime_ns for f in (memories, memories / "deep", memories / "deep" / "er")}
+    assert list(scan.walk(str(vault.root / "nowhere"), temps, folders)) == []
+
+
 def test_a_large_first_index_parses_in_worker_processes(vault, monkeypatch):
     from vaultmem.store.index import index
 
