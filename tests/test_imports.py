@@ -59,7 +59,7 @@ def test_version_takes_the_fast_path():
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads through Linux's /proc")
 def test_the_cli_loads_numpy_without_a_blas_thread_pool():
-    code = ("import os\nimport vaultmem.__main__ as cli\ncli.one_blas_thread()\nimport numpy\n"
+    code = ("import os\nimport vaultmem.surfaces.console as console\nconsole.one_blas_thread()\nimport numpy\n"
             "print(len(os.listdir('/proc/self/task')), os.environ['OPENBLAS_NUM_THREADS'])")
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
     alone = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)

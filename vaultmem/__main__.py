@@ -6,24 +6,22 @@ import sys
 
 def main() -> None:
     """Run the CLI; a plain `recall`, `remember` or `--version` takes the fast path that does not import typer."""
-    one_blas_thread()
     vault, argv = _global_vault(sys.argv[1:])
-    if argv == ["--version"]:
-        from .surfaces.console import say, version_line
-
-        say(version_line())
-        _leave(0)
-    if argv[:1] in (["recall"], ["remember"]) and not {"--help", "-h", "--batch"} & set(argv):
-        from .surfaces import console
-
-        fast = console.fast_recall if argv[0] == "recall" else console.fast_remember
-        code = fast(argv[1:], vault)
-        if code is not None:
-            _leave(code)
     if argv[:1] == ["merge-driver"] and len(argv) == 5 and not {"--help", "-h"} & set(argv):
         from .sync.mergedriver import main as merge_driver
 
         _leave(merge_driver(argv[1:]))
+    from .surfaces import console
+
+    console.one_blas_thread()
+    if argv == ["--version"]:
+        console.say(console.version_line())
+        _leave(0)
+    if argv[:1] in (["recall"], ["remember"]) and not {"--help", "-h", "--batch"} & set(argv):
+        fast = console.fast_recall if argv[0] == "recall" else console.fast_remember
+        code = fast(argv[1:], vault)
+        if code is not None:
+            _leave(code)
     from .surfaces.cli import app
 
     try:
@@ -31,17 +29,6 @@ def main() -> None:
     except SystemExit as done:
         _flush_quietly()
         raise done from None
-
-
-def one_blas_thread() -> None:
-    """Let numpy's BLAS start no thread pool, unless the environment asks for one.
-
-    The PyPI wheels' OpenBLAS starts a thread per core as numpy loads: 50-70 ms of a cold recall on
-    a 2-core machine, for a library vaultmem never calls (it multiplies no matrices). Set before
-    numpy is imported; worker processes inherit it.
-    """
-    for name in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(name, "1")
 
 
 def _global_vault(argv: list[str]) -> tuple[str | None, list[str]]:
