@@ -9,11 +9,15 @@ it). Then the SDK's stdio client (mcp, initialize handshake) starts each server 
 --starts times and, in the last session, calls its search tool once per query
 (bench/_synth.py's mix): vaultmem's `recall` (text and tags), basic-memory's `search_notes` (query,
 tags, JSON output). Figures per server:
-  start_s      spawn to first answer: process start, imports, handshake, the first search (median)
-  handshake_s  spawn to the end of the initialize handshake (median)
+  start_s      spawn to the first search's answer: process start, imports, handshake, tools/list, the
+               first search (median)
+  handshake_s  spawn to the initialize answer, the server's first (median)
+  tools_s      spawn to the tools/list answer (median)
   warm_p50_ms / warm_p99_ms  one search round trip (call sent to result parsed) in a session that
                has answered WARMUP searches already
   empty_share  share of searches with no hit (a server answering nothing fast is no win)
+and `sdk_floor`: the same figures for the SDK alone (an MCPServer with one tool, started by the same
+Python), its starts alternated with vaultmem's: what no server built on the SDK can beat.
 Nothing is asserted: the figures are printed against their targets and written with --json.
 """
 
@@ -39,7 +43,7 @@ from recall import _environment, _machine, _percentile, write_figures  # noqa: E
 
 REPO = HERE.parent
 SERVERS = ("vaultmem", "basic-memory")
-TARGETS = {"warm_p50_ms": 15, "start_s": 1.5}  # vaultmem's own, at any size
+TARGETS = {"warm_p50_ms": 15, "start_s": 1.5, "handshake_s": 1.5}  # vaultmem's own, at any size
 RATIOS = {"warm_p50_ms": 5, "start_s": 3}     # basic-memory's figure / vaultmem's, at least
 WARMUP = 10
 INDEX_TIMEOUT_S = 3600
@@ -88,6 +92,33 @@ def setup_vaultmem(copy: Path, env: dict) -> Server:
                   child, "recall", lambda q: {"query": q["text"], "tags": q["tags"]}, _vaultmem_hits, cwd=str(REPO))
 
 
+# the SDK alone: what a server built on it cannot start faster than
+FLOOR_SERVER = """from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("floor")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    \"\"\"The text, back.\"\"\"
+    return text
+
+
+server.run("stdio")
+"""
+
+
+def setup_floor(work: Path, env: dict) -> Server:
+    """The SDK's floor: a one-tool MCPServer over stdio, run by this Python with vaultmem's environment."""
+    import importlib.metadata
+
+    script = work / "sdk_floor.py"
+    script.write_text(FLOOR_SERVER, encoding="utf-8")
+    return Server("sdk-floor", importlib.metadata.version("mcp"), [sys.executable, str(script)],
+                  {name: env[name] for name in ("VAULTMEM_HOME", "VAULTMEM_DEVICE_ID")}, "echo",
+                  lambda q: {"text": q["text"] or "-"}, lambda result: 1, cwd=str(work))
+
+
 def setup_basic_memory(copy: Path, work: Path, venvs: Path, peer_python: str | None) -> Server:
     """basic-memory in its own venv (Python >= 3.12), the copy added (and so indexed) as a project."""
     python = _python_312(peer_python)
@@ -126,8 +157,10 @@ def _session(server: Server, queries: list[dict], timed: bool) -> dict:
         start = time.perf_counter()
         async with Client(params, mode="legacy") as client:
             handshake = time.perf_counter() - start
+            await client.list_tools()
+            tools = time.perf_counter() - start
             await search(client, queries[0])
-            out = {"handshake_s": handshake, "start_s": time.perf_counter() - start}
+            out = {"handshake_s": handshake, "tools_s": tools, "start_s": time.perf_counter() - start}
             if timed:
                 for query in queries[1:1 + WARMUP]:
                     await search(client, query)
@@ -142,19 +175,28 @@ def _session(server: Server, queries: list[dict], timed: bool) -> dict:
     return anyio.run(main)
 
 
-def measure(server: Server, queries: list[dict], starts: int) -> dict:
-    """Start figures over `starts` sessions; warm figures from the last one."""
+def _starts(sessions: list[dict]) -> dict:
+    """The start figures of some sessions (medians)."""
+    return {key: round(statistics.median(s[key] for s in sessions), 3) for key in ("start_s", "handshake_s", "tools_s")}
+
+
+def measure(server: Server, queries: list[dict], starts: int, floor: Server | None = None) -> dict:
+    """Start figures over `starts` sessions; warm figures from the last one. With floor, each start
+    follows one of the floor's, whose figures go under `sdk_floor`."""
     if server.error:
         return {"version": server.version, "error": server.error}
-    sessions = [_session(server, queries, timed=i == starts - 1) for i in range(starts)]
+    sessions, floors = [], []
+    for i in range(starts):
+        if floor is not None:
+            floors.append(_session(floor, queries, timed=False))
+        sessions.append(_session(server, queries, timed=i == starts - 1))
     ms = sessions[-1]["ms"]
-    return {"version": server.version,
-            "start_s": round(statistics.median(s["start_s"] for s in sessions), 3),
-            "handshake_s": round(statistics.median(s["handshake_s"] for s in sessions), 3),
+    extra = {"sdk_floor": {"version": floor.version, **_starts(floors)}} if floor is not None else {}
+    return {"version": server.version, **_starts(sessions),
             "start_runs_s": [round(s["start_s"], 3) for s in sessions],
             "warm_p50_ms": round(_percentile(ms, 50), 3), "warm_p99_ms": round(_percentile(ms, 99), 3),
             "warm_mean_ms": round(statistics.fmean(ms), 3), "searches": len(ms),
-            "empty_share": round(sessions[-1]["empty"] / len(ms), 3)}
+            "empty_share": round(sessions[-1]["empty"] / len(ms), 3), **extra}
 
 
 def _build(work: Path, args: argparse.Namespace, env: dict) -> tuple[Path, dict, list[dict]]:
@@ -200,8 +242,14 @@ def print_table(result: dict) -> None:
             continue
         status = "  ".join(f"{k} {'ok' if fig[k] <= bound else 'MISS'} (<= {bound})"
                            for k, bound in TARGETS.items()) if name == "vaultmem" else ""
-        print(f"{name:<14}start {fig['start_s']:.3f} s  handshake {fig['handshake_s']:.3f} s  warm p50 "
-              f"{fig['warm_p50_ms']:.2f} ms  p99 {fig['warm_p99_ms']:.2f} ms  empty {fig['empty_share']:.0%}  {status}")
+        print(f"{name:<14}start {fig['start_s']:.3f} s  handshake {fig['handshake_s']:.3f} s  tools/list "
+              f"{fig['tools_s']:.3f} s  warm p50 {fig['warm_p50_ms']:.2f} ms  p99 {fig['warm_p99_ms']:.2f} ms  "
+              f"empty {fig['empty_share']:.0%}  {status}")
+        if "sdk_floor" in fig:
+            floor = fig["sdk_floor"]
+            print(f"{'  SDK alone':<14}start {floor['start_s']:.3f} s  handshake {floor['handshake_s']:.3f} s  "
+                  f"tools/list {floor['tools_s']:.3f} s  (mcp {floor['version']}, one tool: the floor of any "
+                  f"server on it)")
     for key, ratio in result["ratios"].items():
         print(f"basic-memory / vaultmem {key}: {ratio:.1f}x  ({'ok' if ratio >= RATIOS[key] else 'MISS'}, "
               f">= {RATIOS[key]}x)")
@@ -219,7 +267,8 @@ def run_benchmark(args: argparse.Namespace) -> dict:
         servers = {}
         for name in args.servers:
             print(f"{name}: setting up", flush=True)
-            servers[name] = measure(_setup(name, vault, work, args, env), queries, args.starts)
+            floor = setup_floor(work, env) if name == "vaultmem" else None
+            servers[name] = measure(_setup(name, vault, work, args, env), queries, args.starts, floor)
         machine["load_avg_end"] = os.getloadavg()
         result = {"notes": args.notes, "queries": args.queries, "starts": args.starts, "servers": servers,
                   "ratios": _ratios(servers),

@@ -108,9 +108,11 @@ def test_mcp_benchmark_smoke_times_vaultmem_over_stdio(tmp_path):
     figures = smoke("mcp.py", tmp_path / "mcp.json")
     vaultmem = figures["servers"]["vaultmem"]
     assert vaultmem["searches"] == 30 and vaultmem["empty_share"] < 1
-    for key in ("start_s", "handshake_s", "warm_p50_ms", "warm_p99_ms"):
+    for key in ("start_s", "handshake_s", "tools_s", "warm_p50_ms", "warm_p99_ms"):
         assert isinstance(vaultmem[key], (int, float)) and vaultmem[key] > 0, key
-    assert vaultmem["handshake_s"] < vaultmem["start_s"]
+    assert vaultmem["handshake_s"] <= vaultmem["tools_s"] < vaultmem["start_s"]
+    floor = vaultmem["sdk_floor"]  # the SDK alone, started beside it
+    assert 0 < floor["handshake_s"] <= floor["tools_s"] < floor["start_s"]
 
 
 def test_watcher_benchmark_smoke_writes_every_figure(tmp_path):

@@ -37,6 +37,71 @@ def test_a_touched_but_unchanged_note_is_confirmed_by_hash(vault):
     assert vault.refresh().read == 0  # the new mtime was stored
 
 
+def _age(vault, seconds: int = 600) -> None:
+    """Move every note's mtime back, as a checkout or a copy that keeps times does: the stat comparison
+    decides then, not the rule that re-hashes a file changed just before the last look."""
+    import os
+
+    for path in vault.root.rglob("*.md"):
+        st = path.stat()
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - seconds * 1_000_000_000))
+
+
+def test_a_refresh_of_unchanged_files_reads_nothing_and_still_sees_every_change(vault):
+    import os
+
+    for i in range(4):
+        write_note(vault, f"memories/n{i}.md", f"---\nid: N{i}\n---\nplain note {i}\n")
+    _age(vault)
+    vault.refresh()
+    assert vault.refresh().read == 0  # the scan is the last one's
+    edited = write_note(vault, "memories/n0.md", "---\nid: N0\n---\nzebra note 0\n")  # in place, same size
+    st = edited.stat()
+    os.utime(edited, ns=(st.st_atime_ns, st.st_mtime_ns - 300_000_000_000))
+    assert (vault.refresh().updated, [h.id for h in vault.recall("zebra")]) == (1, ["N0"])
+    (vault.root / "memories" / "n1.md").rename(vault.root / "memories" / "One.md")
+    (vault.root / "memories" / "n2.md").unlink()
+    write_note(vault, "memories/n4.md", "---\nid: N4\n---\nplain note 4\n")
+    _age(vault, 100)
+    stats = vault.refresh()
+    assert (stats.parsed, stats.updated, stats.added, stats.removed) == (2, 0, 2, 2)
+    assert vault.get("N1").path == "memories/One.md"
+
+
+def test_a_note_written_by_vaultmem_then_deleted_by_hand_drops_out(vault):
+    for i in range(3):
+        write_note(vault, f"memories/n{i}.md", f"---\nid: N{i}\n---\nnote number {i}\n")
+    _age(vault)
+    vault.refresh()
+    before = set(vault.root.rglob("*.md"))
+    vault.remember("The staging host is st-04")  # its note and its day note
+    for path in set(vault.root.rglob("*.md")) - before:
+        path.unlink()  # the files on disk are again exactly those of the last refresh
+    assert vault.refresh().removed == 2
+    assert vault.recall("staging host") == []
+
+
+def test_a_note_that_could_not_be_read_is_read_at_the_next_refresh(vault, monkeypatch):
+    import builtins
+
+    from vaultmem.store.index import records
+
+    for i in range(3):
+        write_note(vault, f"memories/n{i}.md", f"---\nid: N{i}\n---\nnote number {i}\n")
+    _age(vault)
+
+    def refuse(path, *args, **kwargs):
+        if str(path).endswith("n1.md"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return builtins.open(path, *args, **kwargs)
+
+    monkeypatch.setattr(records, "open", refuse, raising=False)
+    assert vault.refresh().parsed == 2
+    monkeypatch.undo()
+    assert vault.refresh().parsed == 1
+    assert vault.get("N1").path == "memories/n1.md"
+
+
 def test_deleted_and_renamed_notes_drop_out(vault):
     a = write_note(vault, "memories/a.md", "---\nid: A\n---\napple pie recipe\n")
     b = write_note(vault, "memories/b.md", "---\nid: B\n---\nbanana bread recipe\n")
@@ -207,6 +272,33 @@ def test_a_symlinked_note_is_never_read(vault, tmp_path):
     os.symlink(secret, vault.root / "memories" / "innocent.md")
     vault.refresh()
     assert vault.recall("root password") == []
+
+
+@pytest.mark.parametrize("by_descriptor", [True, False])
+def test_a_walk_lists_notes_temps_and_folder_times_and_skips_links(vault, tmp_path, monkeypatch, by_descriptor):
+    import os
+
+    from vaultmem.store.index import scan
+
+    if by_descriptor and not scan._BY_FD:
+        pytest.skip("this system lists folders by path only")
+    monkeypatch.setattr(scan, "_BY_FD", by_descriptor)  # False: as on Windows
+    memories = vault.root / "memories"
+    a = write_note(vault, "memories/a.md", "---\nid: A\n---\napple\n")
+    b = write_note(vault, "memories/deep/er/b.md", "---\nid: B\n---\nbanana\n")
+    write_note(vault, "memories/.hidden/c.md", "---\nid: C\n---\ncherry\n")
+    (memories / "notes.txt").write_text("not a note", encoding="utf-8")
+    (memories / ".a.md.123.00beef.1.tmp").write_bytes(b"")
+    os.symlink(vault.root / "memories" / "a.md", memories / "link.md")
+    os.symlink(tmp_path, memories / "outside")
+    temps: list[str] = []
+    folders: dict[str, int] = {}
+    found = {path: (mtime, size) for path, mtime, size in scan.walk(str(memories), temps, folders)}
+    assert found == {str(p): (p.stat().st_mtime_ns, p.stat().st_size) for p in (a, b)}
+    base = str(memories) + os.sep
+    assert temps == [base + ".a.md.123.00beef.1.tmp"] and scan.is_temp_name(".a.md.123.00beef.1.tmp")
+    assert folders == {str(f): f.stat().st_mtime_ns for f in (memories, memories / "deep", memories / "deep" / "er")}
+    assert list(scan.walk(str(vault.root / "nowhere"), temps, folders)) == []
 
 
 def test_a_large_first_index_parses_in_worker_processes(vault, monkeypatch):

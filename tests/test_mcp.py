@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import anyio
@@ -215,6 +216,30 @@ def test_notes_written_by_hand_are_seen_by_a_running_server(vault, monkeypatch):
     first, later = session(surface.build_server(vault), body)
     assert first.structured_content["hits"] == []
     assert [h["id"] for h in later.structured_content["hits"]] == [HAND_ID]
+
+
+def test_a_starting_server_rescans_once_it_serves(vault):
+    """A note edited in place while no server ran keeps its folder's time, so a read's own check cannot
+    see it: the rescan the server starts as it begins to serve (after its imports) indexes it."""
+    write_note(vault, "memories/Visit.md", f"---\nid: {HAND_ID}\n---\nA wombat visited the office.\n")
+    vault.refresh()
+    write_note(vault, "memories/Visit.md", f"---\nid: {HAND_ID}\n---\nA quokka visited the office.\n")
+
+    async def body(client):
+        await client.list_tools()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(t.name == "vaultmem-refresh" for t in threading.enumerate()):
+            await anyio.sleep(0.02)
+
+    session(surface.build_server(vault, warm=True), body)
+    assert [h.id for h in vault.recall("quokka", record_access=False)] == [HAND_ID]
+
+
+def test_building_the_server_loads_no_numpy(vault, tmp_path):
+    """What initialize and tools/list need is the SDK and the tools' schemas: numpy waits for the first recall."""
+    done = _child(f"import sys, vaultmem.surfaces.mcp as s; s.build_server(s.open_vault({str(vault.root)!r})); "
+                  "print('numpy' in sys.modules)", tmp_path)
+    assert (done.returncode, done.stdout.strip()) == (0, "False"), done.stderr
 
 
 def test_concurrent_calls_share_one_vault_and_lose_nothing(server):

@@ -5,19 +5,23 @@ import sys
 
 
 def main() -> None:
-    """Run the CLI; a plain `recall` or `remember` takes the fast path that does not import typer."""
+    """Run the CLI; a plain `recall`, `remember` or `--version` takes the fast path that does not import typer."""
     vault, argv = _global_vault(sys.argv[1:])
-    if argv[:1] in (["recall"], ["remember"]) and not {"--help", "-h", "--batch"} & set(argv):
-        from .surfaces import console
-
-        fast = console.fast_recall if argv[0] == "recall" else console.fast_remember
-        code = fast(argv[1:], vault)
-        if code is not None:
-            _leave(code)
     if argv[:1] == ["merge-driver"] and len(argv) == 5 and not {"--help", "-h"} & set(argv):
         from .sync.mergedriver import main as merge_driver
 
         _leave(merge_driver(argv[1:]))
+    from .surfaces import console
+
+    console.one_blas_thread()
+    if argv == ["--version"]:
+        console.say(console.version_line())
+        _leave(0)
+    if argv[:1] in (["recall"], ["remember"]) and not {"--help", "-h", "--batch"} & set(argv):
+        fast = console.fast_recall if argv[0] == "recall" else console.fast_remember
+        code = fast(argv[1:], vault)
+        if code is not None:
+            _leave(code)
     from .surfaces.cli import app
 
     try:

@@ -24,9 +24,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # numpy loads with the first recall: a server builds its working set before answering anything
+    import numpy as np
 
 __all__ = ["Entry", "WorkingSet"]
 
@@ -129,6 +130,8 @@ class WorkingSet:
         """The index documents of the hot memories that are live in a snapshot, sorted: those not known
         (or dead there: the note was indexed again) are looked up with `find` (ids -> doc), and a memory
         the index no longer has is demoted. The known documents are kept as an array between calls."""
+        import numpy as np
+
         with self._lock:
             if self._known is None:
                 known = [(e.id, e.doc) for e in self._entries.values() if e.doc >= 0]

@@ -7,10 +7,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .files import process_alive
+
+if TYPE_CHECKING:  # ~20 ms to import with multiprocessing: a refresh with little to read needs neither
+    from concurrent.futures import ProcessPoolExecutor
 
 MAX_WORKERS = 4
 
@@ -36,6 +38,7 @@ def process_pool(workers: int, preload: list[str], initializer: Callable[..., An
     Every worker dies with the process that started the pool (see _watch_parent).
     """
     import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
 
     if sys.platform == "linux" and threading.active_count() == 1:
         context = multiprocessing.get_context("fork")

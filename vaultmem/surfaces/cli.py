@@ -16,7 +16,7 @@ from typer.core import TyperGroup
 
 from .console import (IDS, JSON, RECALL_OPTIONS, REMEMBER_OPTIONS, TAG, VAULT, Opt, check_lifecycle,
                       error_message, open_vault, print_json, reader_left, recall_command, remember_command,
-                      report_error, say)
+                      report_error, say, version_line)
 from ..errors import VaultmemError
 
 EXIT_ERROR = 1
@@ -91,9 +91,7 @@ EXTRA_ARGS = {"allow_extra_args": True}
 
 def _version(value: bool) -> None:
     if value:
-        from .. import __version__  # the one home of the version: pyproject.toml reads it from there
-
-        say(f"vaultmem {__version__}")
+        say(version_line())
         raise typer.Exit()
 
 

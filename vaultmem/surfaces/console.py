@@ -89,6 +89,25 @@ RECALL_OPTIONS = {
 }
 
 
+def one_blas_thread() -> None:
+    """Let numpy's BLAS start no thread pool, unless the environment asks for one.
+
+    The PyPI wheels' OpenBLAS starts a thread per core as numpy loads: 50-70 ms of a cold recall on
+    a 2-core machine, for a library vaultmem never calls (it multiplies no matrices). Set before
+    numpy is imported; worker processes inherit it. Called by vaultmem's own processes (the CLI,
+    the MCP server), never in a host that imports vaultmem.
+    """
+    for name in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, "1")
+
+
+def version_line() -> str:
+    """What `vaultmem --version` prints."""
+    from .. import __version__  # the one home of the version: pyproject.toml reads it from there
+
+    return f"vaultmem {__version__}"
+
+
 def given_vault(path: Path | str | None) -> Path | str | None:
     """--vault, else $VAULTMEM_VAULT, else $OBSIDIAN_VAULT_PATH (None when none is set)."""
     if path is not None:
@@ -361,5 +380,5 @@ def guarded(fn, *args: Any, json_out: bool = False, **kwargs: Any) -> int:
 
 __all__ = ["HIDDEN_FLAGS", "IDS", "JSON", "LIMIT", "Opt", "RECALL_OPTIONS", "REMEMBER_OPTIONS", "TAG", "VAULT",
            "VAULT_ENV", "check_lifecycle", "colour", "error_message", "fast_recall", "fast_remember",
-           "given_vault", "guarded", "open_vault", "print_json", "reader_left", "recall_command",
-           "remember_command", "report_error", "say", "terminal_safe"]
+           "given_vault", "guarded", "one_blas_thread", "open_vault", "print_json", "reader_left", "recall_command",
+           "remember_command", "report_error", "say", "terminal_safe", "version_line"]

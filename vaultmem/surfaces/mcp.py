@@ -22,7 +22,8 @@ import sys
 import threading
 import time
 import typing
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Annotated, Any, Literal
 
 try:  # pydantic (so the SDK) reads nested TypedDicts before Python 3.12 only from typing_extensions
@@ -31,7 +32,7 @@ except ImportError:  # no SDK either: main() says which extra to install
     from typing import TypedDict
 
 from .. import Memory
-from .console import VAULT_ENV, error_message, open_vault
+from .console import VAULT_ENV, error_message, one_blas_thread, open_vault
 from ..errors import NoteNotFound, VaultmemError
 
 DISTRIBUTION = "vaultmem-md"  # the name on PyPI, where `vaultmem` is an unrelated project
@@ -213,7 +214,8 @@ class _Freshness:
     read, on a timer it would burn CPU while no one asks. So a read starts one in the background,
     at most every REFRESH_INTERVAL_S seconds and never two at once, and answers from what is
     indexed meanwhile: a note changed by hand is seen from the next read after that rescan ends.
-    The first one runs as the server starts, with the snapshot's load, while the SDK is imported.
+    The first one runs once the server serves, with the snapshot's load (warm): it needs the GIL
+    the SDK's import and the first answers need, so it waits for them.
     """
 
     def __init__(self, vault: Any, interval: float):
@@ -270,15 +272,22 @@ def _errors(error: type[Exception], not_found: type[Exception] | None = None):
         raise error(error_message(exc).removeprefix("Error: ")) from None
 
 
-def build_server(vault: Any, default_source: str = DEFAULT_SOURCE, fresh: _Freshness | None = None) -> Any:
+@asynccontextmanager
+async def _warming(fresh: _Freshness) -> AsyncIterator[dict]:
+    """The server's lifespan: as it starts serving, rescan and load the snapshot in the background."""
+    fresh.poke(warm=True)
+    yield {}
+
+
+def build_server(vault: Any, default_source: str = DEFAULT_SOURCE, warm: bool = False) -> Any:
     """An MCPServer over one open Vault; memories it writes without a source are from default_source.
-    fresh: the vault's rescans, if already started."""
+    warm: rescan and load the snapshot in the background as the server starts serving."""
     from .. import __version__
 
     MCPServer, ToolError, ResourceError, ResourceNotFoundError, ToolAnnotations, Field = _sdk()
+    fresh = _Freshness(vault, REFRESH_INTERVAL_S)
     server = MCPServer("vaultmem", title="vaultmem", version=__version__, instructions=INSTRUCTIONS,
-                       log_level="WARNING")
-    fresh = fresh or _Freshness(vault, REFRESH_INTERVAL_S)
+                       log_level="WARNING", lifespan=(lambda _: _warming(fresh)) if warm else None)
     if vault.working_set is None:  # a server lives long: what it wrote or used answers first
         vault.use_working_set()
 
@@ -388,10 +397,7 @@ def serve(vault: str | os.PathLike[str] | None, source: str = DEFAULT_SOURCE) ->
         raise MissingExtra(MISSING_EXTRA)
     if vault is None:
         vault = next((os.environ[name] for name in VAULT_ENV if os.environ.get(name)), None)
-    opened = open_vault(vault)
-    fresh = _Freshness(opened, REFRESH_INTERVAL_S)
-    fresh.poke(warm=True)  # while the SDK is imported (~1 s): the first answer waits for neither
-    build_server(opened, source, fresh).run("stdio")
+    build_server(open_vault(vault), source, warm=True).run("stdio")
 
 
 def _installed(name: str) -> bool:
@@ -415,6 +421,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     """The `vaultmem-mcp` console script: one line on stderr and exit 1 on a vaultmem error."""
     args = parse_args(argv)
+    one_blas_thread()
     try:
         serve(args.vault, args.source)
     except VaultmemError as exc:

@@ -8,7 +8,9 @@ Layout (see README "Index sidecar"):
   and switched to in one SQLite transaction, so a reader never sees a torn index.
 Small changes go to the delta (kept in SQLite, loaded in memory); past a threshold the delta is
 merged into a new generation. A refresh re-parses only files whose (mtime, size) changed and
-confirms by content hash. The device logs' events are folded in by folding.py.
+confirms by content hash; when its scan is exactly the last full refresh's (the same digest of every
+path, mtime and size, and no write since), it does not read the stat cache at all. The device logs'
+events are folded in by folding.py.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from ...text import terms as text
 from ...errors import IndexDamaged, VaultmemError
 from ..files import remove_stale_temps, remove_tree
 from .records import Record, encode_terms, index_terms
-from .scan import RefreshStats, ScanRoot, look_at, map_chunks, walk
+from .scan import RefreshStats, ScanRoot, look_at, map_chunks, scan_digest, walk
 from .folding import EventFolding
 from .freshness import Freshness
 from .sidecar import SCHEMA_VERSION, Sidecar, heals
@@ -130,26 +132,33 @@ class Index(Freshness, EventFolding, Sidecar):
             files = self.scan(temps, folders)
             remove_stale_temps(temps)  # a killed writer's: under the lock, no live writer owns one
             stats.scanned = len(files)
-            known = {path: (mtime, size) for path, mtime, size in conn.execute("SELECT path, mtime_ns, size FROM notes")}
-            if force or (not known and len(files) > self.compact_min):
+            scanned, newest = scan_digest(files)
+            # the very files of the last full look, none changed just before it (RACY_NS): nothing to compare
+            same_files = newest < racy and scanned == self._meta(conn, "scanned") and self._rows(conn) == len(files)
+            known = {} if same_files else self._stat_cache(conn)
+            if force or (not same_files and not known and len(files) > self.compact_min):
                 self._build_first(conn, files, stats, started, progress)
                 self.fold_events()
                 folderstate.store_scanned(self, folders)
                 with transaction(conn):  # a full look, but no measure of what a sweep alone costs
                     self._set_meta(conn, swept_ns=started)
                 return stats
-            todo = [rel for rel, (_, mtime, size) in files.items() if known.get(rel) != (mtime, size) or mtime >= racy]
+            todo = [] if same_files else [rel for rel, (_, mtime, size) in files.items()
+                                         if known.get(rel) != (mtime, size) or mtime >= racy]
             gone = list(known.keys() - files.keys())
             looked_s = (time.time_ns() - started) / 1e9  # what a sweep costs when nothing changed
             shas = self._shas(conn, [rel for rel in todo if rel in known])
             records, restamped = self._read_changed(todo, files, shas, progress)
+            if len(records) + len(restamped) < len(todo):  # one vanished or could not be read: look again next time
+                scanned = ""
             stats.read = len(todo)
             stats.parsed = len(records)
             stats.added = sum(1 for rec in records if rec.path not in known)
             stats.updated = len(records) - stats.added
             stats.removed = len(gone)
             big = len(records) > self._threshold(conn)
-            self._apply(conn, records, gone, restamped, to_delta=not big, checked_ns=started, replacing=known)
+            self._apply(conn, records, gone, restamped, to_delta=not big, checked_ns=started, replacing=known,
+                        scanned=scanned)
             stats.compacted = self._maybe_compact(conn, progress, {r.path: r.terms for r in records} if big else None)
             self.fold_events()
             folderstate.store_scanned(self, folders)
@@ -210,6 +219,17 @@ class Index(Freshness, EventFolding, Sidecar):
             self._set_meta(self._conn(), **{key: value})
 
     @staticmethod
+    def _rows(conn: sqlite3.Connection) -> int:
+        """How many notes the index holds, counted over the notes table itself: a damaged page of it
+        is found here, as the full read of the stat cache finds it (and the sidecar heals)."""
+        return conn.execute("SELECT count(mtime_ns) FROM notes NOT INDEXED").fetchone()[0]
+
+    @staticmethod
+    def _stat_cache(conn: sqlite3.Connection) -> dict[str, tuple[int, int]]:
+        """(mtime_ns, size) of every indexed note as it was last seen, by path."""
+        return {path: (mtime, size) for path, mtime, size in conn.execute("SELECT path, mtime_ns, size FROM notes")}
+
+    @staticmethod
     def _shas(conn: sqlite3.Connection, paths: list[str]) -> dict[str, str]:
         """Stored content hashes of these notes, by path: its keys are the paths that have a row
         (one query per 900 paths, not one per path)."""
@@ -250,7 +270,7 @@ class Index(Freshness, EventFolding, Sidecar):
                 if progress:
                     progress(postings.n_docs, len(items))
             # until the generation below exists, the next refresh must rebuild it from these rows
-            self._set_meta(conn, next_doc=postings.n_docs, checked_ns=started, needs_compaction=1)
+            self._set_meta(conn, next_doc=postings.n_docs, checked_ns=started, needs_compaction=1, scanned="")
         self._switch(conn, postings, columns, list(range(postings.n_docs)), sketches)
         stats.read = len(items)
         stats.parsed = stats.added = postings.n_docs
@@ -292,18 +312,20 @@ class Index(Freshness, EventFolding, Sidecar):
 
     def _apply(self, conn: sqlite3.Connection, records: list[Record], gone: list[str],
                restamped: list[tuple[int, int, str]], to_delta: bool = True, checked_ns: int = 0,
-               replacing: set[str] | dict | None = None) -> None:
+               replacing: set[str] | dict | None = None, scanned: str = "") -> None:
         """Write changed rows; with to_delta False their terms wait for the compaction that follows
         (flagged in the same transaction, so a crash before it still ends in a compaction).
 
         checked_ns is when the files were looked at: a file modified within RACY_NS of it may have
         changed again in the same mtime tick, so the next refresh re-hashes it (as git does).
-        replacing holds the paths already in the index (None: look each record up).
+        replacing holds the paths already in the index (None: look each record up). scanned is the
+        scan_digest of a full refresh whose scan the stat cache now holds exactly; every other
+        write forgets it, so only a scan of unchanged files matches it.
         """
         with transaction(conn):
             if replacing is None:  # in the transaction: another writer may have indexed one meanwhile
                 replacing = set(self._shas(conn, [r.path for r in records]))
-            self._set_meta(conn, checked_ns=checked_ns)
+            self._set_meta(conn, checked_ns=checked_ns, scanned=scanned)
             if not (records or gone or restamped):
                 return
             next_doc = int(self._meta(conn, "next_doc", "0"))
