@@ -2,6 +2,7 @@
 
     python bench/write.py --notes 100000 --json bench/out/write-100k.json
     python bench/write.py --smoke            # 300 memories: CI
+    python bench/write.py --python /work/venv-a6b25e6/bin/python   # another commit's vaultmem, in its own venv
 
 The batch is N memories drawn from bench/_synth.py's pools (Chinese, English and mixed; ids, dates,
 amounts; entity names as plain text, so the pipeline links them), with planted extras: ~3% exact
@@ -16,13 +17,20 @@ same run) and `batch_over_io_floor`,
 `single_remember_s` (median wall of 3 `vaultmem remember TEXT` processes in the vault the batch
 filled), `single_remember_empty_s` (the same in an empty vault), `secrets_on_disk` (planted secrets
 found anywhere under the vault, `.vaultmem/` included, as bytes), `duplicates_left` (repeat groups
-that ended as more than one note), and the batch's created/merged/unchanged counts.
+that ended as more than one note), and the batch's created/merged/unchanged counts; `measured`: the
+vaultmem package the CLI processes imported.
+
+Every `vaultmem` process is the one of `--python` (default: this interpreter; its `vaultmem` console
+script, else `-m vaultmem`), run from the temporary folder with PYTHONPATH unset, so the code measured is
+that interpreter's install, never a checkout in the current folder. The batch is made, and the disk's
+floor and the figures read, by this checkout's code, so two commits are measured on the same inputs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -136,23 +144,30 @@ def make_items(n: int, seed: int = 0) -> tuple[list[dict], list[str], list[str]]
     return items[:n], secrets, markers
 
 
-def _cli() -> list[str]:
-    script = Path(sys.executable).parent / "vaultmem"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "vaultmem"]
+def _cli(python: str) -> list[str]:
+    """The command line of the `vaultmem` of this interpreter (not resolved: a venv's python is a link)."""
+    script = Path(python).parent / "vaultmem"
+    return [str(script)] if script.exists() else [python, "-m", "vaultmem"]
 
 
-def _run(cmd: list[str]) -> tuple[float, str]:
+def _run(cmd: list[str], cwd: Path) -> tuple[float, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, cwd=cwd, env=env)
     wall = time.perf_counter() - start
     if proc.returncode:
         raise SystemExit(f"{' '.join(cmd[:4])} … failed ({proc.returncode}): {proc.stderr.strip()}")
     return wall, proc.stdout
 
 
-def _single_walls(vault: Path, tag: str) -> list[float]:
-    return [_run([*_cli(), "remember", f"Single write {tag} {i}: deploy window moved to Friday 22:00.",
-                  "--vault", str(vault)])[0] for i in range(3)]
+def _single_walls(cli: list[str], vault: Path, tag: str) -> list[float]:
+    return [_run([*cli, "remember", f"Single write {tag} {i}: deploy window moved to Friday 22:00.",
+                  "--vault", str(vault)], vault.parent)[0] for i in range(3)]
+
+
+def _measured(python: str, cwd: Path) -> str:
+    """Where the vaultmem that interpreter imports lives, as it imports it from `cwd`."""
+    return _run([python, "-c", "import vaultmem; print(vaultmem.__file__)"], cwd)[1].strip()
 
 
 def _secrets_on_disk(vault: Path, secrets: list[str]) -> int:
@@ -203,28 +218,29 @@ def _io_floor(vault: Path, folder: Path) -> float:
     start = time.perf_counter()
     for i, data in enumerate(notes):
         atomic_write(folder / f"note {i}.md", data, durable=False, exclusive=True)
-    __import__("os").sync()
+    os.sync()
     return time.perf_counter() - start
 
 
-def run(n: int, seed: int) -> dict:
+def run(n: int, seed: int, python: str = sys.executable) -> dict:
+    cli = _cli(python)
     with tempfile.TemporaryDirectory(prefix="vaultmem-write-") as tmp:
         work = Path(tmp)
         items, secrets, markers = make_items(n, seed)
         batch = work / "batch.jsonl"
         batch.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items), encoding="utf-8")
         vault, empty = work / "vault", work / "empty"
-        _run([*_cli(), "init", str(vault)])
-        _run([*_cli(), "init", str(empty)])
+        _run([*cli, "init", str(vault)], work)
+        _run([*cli, "init", str(empty)], work)
         cpu_before = _children_cpu()
-        batch_s, out = _run([*_cli(), "remember", "--batch", str(batch), "--vault", str(vault), "--json"])
+        batch_s, out = _run([*cli, "remember", "--batch", str(batch), "--vault", str(vault), "--json"], work)
         batch_cpu_s = _children_cpu() - cpu_before
         summary = json.loads(out)
         on_disk = sum(1 for folder in ("memories", "inbox") for _ in (vault / folder).glob("*.md"))
         io_floor_s = _io_floor(vault, work / "floor")
         figures = {"secrets_on_disk": _secrets_on_disk(vault, secrets), "duplicates_left": _duplicates_left(vault, markers)}
-        single = _single_walls(vault, "after batch")
-        single_empty = _single_walls(empty, "empty vault")
+        single = _single_walls(cli, vault, "after batch")
+        single_empty = _single_walls(cli, empty, "empty vault")
         return {"notes": n, "batch_s": round(batch_s, 3), "batch_cpu_s": round(batch_cpu_s, 1),
                 "io_floor_s": round(io_floor_s, 3), "batch_over_io_floor": round(batch_s / io_floor_s, 1),
                 "single_remember_s": round(statistics.median(single), 3),
@@ -232,7 +248,7 @@ def run(n: int, seed: int) -> dict:
                 **figures, "secrets_planted": len(set(secrets)), "duplicate_groups": len(markers),
                 "created": summary["created"], "merged": summary["merged"], "unchanged": summary["unchanged"],
                 "notes_on_disk": on_disk, "secrets_anywhere_after_singles": _secrets_on_disk(vault, secrets),
-                "date": time.strftime("%Y-%m-%d"), "cpus": __import__("os").cpu_count()}
+                "measured": _measured(python, work), "date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count()}
 
 
 def main() -> None:
@@ -241,8 +257,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", metavar="PATH", help="also write the figures to PATH")
     parser.add_argument("--smoke", action="store_true", help=f"{SMOKE_NOTES} memories (CI)")
+    parser.add_argument("--python", metavar="PATH", default=sys.executable,
+                        help="the interpreter whose vaultmem is measured, e.g. another commit's venv (default: this one)")
     args = parser.parse_args()
-    result = run(SMOKE_NOTES if args.smoke else args.notes, args.seed)
+    result = run(SMOKE_NOTES if args.smoke else args.notes, args.seed, args.python)
     for key, value in result.items():
         print(f"{key:>24}: {value}")
     if args.json:

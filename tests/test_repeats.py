@@ -151,3 +151,33 @@ def test_a_merge_into_a_note_whose_hand_typed_time_has_no_offset_takes_the_newer
     later = vault.remember(RESTATED, timestamp="2026-11-05T10:00:00+00:00")
     assert (later.action, later.id) == ("merged", "01J0000000000000000000000E")
     assert _meta(vault, later)["timestamp"].isoformat() == "2026-11-05T10:00:00+00:00"
+
+
+def _reminders(count: int) -> list[dict]:
+    return [{"text": f"Invoice INV-2024-0042: reminder number {i} went to the customer's office",
+             "timestamp": f"2026-11-{i + 1:02d}T09:00:00+00:00"} for i in range(count)]
+
+
+def _notes_saying(vault, statement: str) -> list[str]:
+    return [p.name for p in (vault.root / "memories").glob("*.md") if statement in p.read_text(encoding="utf-8")]
+
+
+def test_a_repeat_of_a_statement_appended_to_a_full_note_is_unchanged_in_a_batch(vault):
+    # bench/write.py at 100k notes: an exact repeat of a statement that had been appended to a
+    # same-value note was appended again to the newer note that value started when the first was full
+    reminders = _reminders(20)
+    results = vault.remember_many([*reminders, reminders[1]])
+    assert len({r.id for r in results[:20]}) >= 2  # the cap started a second note
+    assert results[1].action == "merged"
+    assert (results[-1].action, results[-1].id) == ("unchanged", results[1].id)
+    assert len(_notes_saying(vault, reminders[1]["text"])) == 1
+
+
+def test_a_repeat_of_a_statement_appended_to_a_full_note_is_unchanged_in_a_later_write(vault):
+    reminders = _reminders(20)
+    results = vault.remember_many(reminders)
+    again = vault.remember(**reminders[1])
+    assert (again.action, again.id) == ("unchanged", results[1].id)
+    reworded = vault.remember("invoice INV-2024-0042 : Reminder number 1 went to the customer's office!")
+    assert (reworded.action, reworded.id) == ("unchanged", results[1].id)
+    assert len(_notes_saying(vault, reminders[1]["text"])) == 1

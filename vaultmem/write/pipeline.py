@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import gc
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -22,7 +21,7 @@ from .episodes import EpisodeLine
 from ..errors import VaultmemError, WriteConflict
 from .entities import EntityNotes
 from .items import WriteResult, check_item, given_fields
-from .seen import KNOWN_COLUMNS, Known, Seen
+from .seen import KNOWN_COLUMNS, Known, Seen, words_said
 from .batch.inflight import InFlight
 from .batch.pending import StaleNote
 from ..notes.versions import bump_version
@@ -32,19 +31,18 @@ if TYPE_CHECKING:
     from ..store.store import Store
 
 PENDING_MAX = 200_000  # new notes kept back before a flush writes them (each ~2 KB with its index record)
-_WORDS = re.compile(r"\w+")
-
 
 
 def _holds(meta: dict[str, Any], body: str, draft: Draft) -> bool:
     """Whether a note already says what a draft says: its words, in order, within the note's (case,
     width, spacing and punctuation aside), and no tag the note lacks. Saying it again is then no
     news: the note keeps its score, timestamp and bytes (no git diff)."""
-    said = " ".join(_WORDS.findall(draft.plain))
-    held = " ".join(_WORDS.findall(text.plain_text(body)))
-    if not said or f" {said} " not in f" {held} ":
-        return False
-    return _has_tags(meta.get("tags"), draft)
+    return _says(body, words_said(draft.plain)) and _has_tags(meta.get("tags"), draft)
+
+
+def _says(body: str, said: str) -> bool:
+    """Whether a note's body says these words (seen.words_said), in order, within its own."""
+    return bool(said) and f" {said} " in f" {words_said(text.plain_text(body))} "
 
 
 def _listed(value: Any) -> list[Any]:
@@ -200,9 +198,9 @@ class Writer:
         # a statement of an identity's value joins its note; a message that mentions it is its own memory
         if (by_value and value and kind in self.settings.merge_types
                 and len(draft.plain) <= int(self.settings.statement_chars)):
-            known = self.seen.by_value.get((ns, kind, value)) or self._row_by_value(ns, kind, value)
+            known, reason = self._value_target(draft)
             if known is not None:
-                return known, f"same {kind} {value}"
+                return known, reason
         threshold = float(self.settings.near_duplicate)
         if threshold >= 1:
             return None, ""
@@ -219,19 +217,38 @@ class Writer:
                 best, best_sim = known, sim
         return (best, f"near duplicate ({best_sim:.2f})") if best else (None, "")
 
-    def _row_by_value(self, ns: str, kind: str, value: str) -> Known | None:
+    def _value_target(self, draft: Draft) -> tuple[Known | None, str]:
+        """The note a statement of a value joins, and why: one that says it already (a repeat: once
+        merge_cap started a newer note of the value, not always the newest), else the newest."""
+        meta = draft.meta
+        ns, kind, value = meta["namespace"], meta["type"], meta["value"]
+        known = self.seen.stating(draft)
+        if known is not None:
+            return known, REPEAT
+        newest_first = self._value_rows(ns, kind, value)[::-1]
+        said = words_said(draft.plain)
+        row = next((r for r in newest_first if _says(r["body"], said) and self._states(r)), None)
+        if row is not None:
+            return self._remember_row(row), REPEAT
+        known = self.seen.by_value.get((ns, kind, value))
+        if known is None and (row := next((r for r in newest_first if self._states(r)), None)) is not None:
+            known = self._remember_row(row)
+        return known, f"same {kind} {value}"
+
+    def _value_rows(self, ns: str, kind: str, value: str) -> list[dict[str, Any]]:
+        """The live memory notes of the index with this (type, value), oldest first, with their bodies."""
         if not self.seen.has_memories:
-            return None
-        rows = self.vault.index.select_notes(
+            return []
+        return self.vault.index.select_notes(
             "type = ? AND value = ? AND namespace = ? AND +kind = 'memory' AND status IN ('active', 'candidate')",
             (kind, value, ns), order="ts", columns=(*KNOWN_COLUMNS, "body"))
-        # the newest that states the value (a long message naming it was not merged into and is no
-        # target) and whose file is there: the index may still name a note deleted since, or one a
-        # killed batch indexed before creating it
-        short = int(self.settings.statement_chars)
-        row = next((r for r in reversed(rows)
-                    if len(text.plain_text(r["body"].split("\n\n", 1)[0])) <= short and self._on_disk(r["path"])), None)
-        return self._remember_row(row) if row is not None else None
+
+    def _states(self, row: dict[str, Any]) -> bool:
+        """Whether an indexed note of a value may take its statements: it began as one (a long message
+        naming the value was not merged into and is no target) and its file is there (the index may
+        still name a note deleted since, or one a killed batch indexed before creating it)."""
+        first = row["body"].split("\n\n", 1)[0]
+        return len(text.plain_text(first)) <= int(self.settings.statement_chars) and self._on_disk(row["path"])
 
     def _on_disk(self, rel: str) -> bool:
         return rel in self.seen.known or (self.vault.root / rel).exists()
@@ -360,6 +377,8 @@ class Writer:
         meta, body = self.flight.notes.edit(target.path, edit)
         score = note_score(meta.get("score"))
         self.flight.changes(target.path)
+        if appends:
+            self.seen.stated(draft, target.path)
         self.seen.bodies[target.path] = body
         draft.decided(f"merged into {target.path}: {reason}")
         self._log(draft, target.title, "merged", target.id)

@@ -4,6 +4,7 @@ object per Writer (write/pipeline.py), dropped with it; nothing here reads or wr
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -13,9 +14,16 @@ if TYPE_CHECKING:
     from .drafts import Draft
     from .items import WriteResult
 
-__all__ = ["KNOWN_COLUMNS", "Known", "Seen"]
+__all__ = ["KNOWN_COLUMNS", "Known", "Seen", "words_said"]
 
 KNOWN_COLUMNS = ("path", "id", "title", "type", "value", "namespace", "status", "score", "sha")
+_WORDS = re.compile(r"\w+")
+
+
+def words_said(plain: str) -> str:
+    """The words of a `text.plain_text` in order, one space apart: what a text says, its case, width,
+    spacing and punctuation aside (a repeat says the same)."""
+    return " ".join(_WORDS.findall(plain))
 
 
 @dataclass
@@ -43,6 +51,9 @@ class Seen:
     plains: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (body, its plain text)
     by_fp: dict[str, WriteResult] = field(default_factory=dict)  # fingerprint -> what this write made of it
     by_value: dict[tuple[str, str, str], Known] = field(default_factory=dict)  # (namespace, type, value)
+    # (namespace, type, value, words_said) of each statement of a value this write stored -> its note's
+    # path: the newest note of a value is not the only one that may hold a statement of it (merge_cap)
+    statements: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
     by_attr: dict[tuple[str, str, str], Known] = field(default_factory=dict)  # (namespace, entity, type)
     attrs: dict[tuple[str, str], dict[str, dict]] = field(default_factory=dict)  # (ns, type) -> entity -> newest row
     keys: BatchKeys = field(default_factory=BatchKeys)  # near-duplicate keys of the notes this write made
@@ -56,10 +67,23 @@ class Seen:
         if known.value:
             if len(draft.plain) <= int(settings.statement_chars):  # a message naming it is no target
                 self.by_value[(ns, known.type, known.value)] = known
+                self.stated(draft, known.path)
             for entity in draft.entities:
                 self.by_attr[(ns, entity, known.type)] = known
         if float(settings.near_duplicate) < 1:
             self.keys.add(ns, draft.keys, known.path)  # drafted whenever near duplicates are looked for
+
+    def stated(self, draft: Draft, path: str) -> None:
+        """Let the rest of the write find the note at `path` by a statement of a value it now holds."""
+        meta = draft.meta
+        self.statements[(meta["namespace"], meta["type"], meta["value"], words_said(draft.plain))] = path
+
+    def stating(self, draft: Draft) -> Known | None:
+        """The note this write stored the draft's statement of its value in, if it did and the note is live."""
+        meta = draft.meta
+        path = self.statements.get((meta["namespace"], meta["type"], meta["value"], words_said(draft.plain)))
+        known = self.known.get(path) if path is not None else None
+        return known if known is not None and known.status in ("active", "candidate") else None
 
     def forget(self, rel: str) -> None:
         """Drop what was known of a note a person changed meanwhile (it is read again when needed)."""
