@@ -133,9 +133,10 @@ def _phase_batch(spec: dict) -> dict:
     """bench/write.py's batch: `vaultmem remember --batch` into a new vault, then the repeat groups left."""
     from write import _cli, _duplicates_left, _run
 
-    vault = Path(spec["work"]) / "vault"
-    _run([*_cli(), "init", str(vault)])
-    seconds, out = _run([*_cli(), "remember", "--batch", spec["items"], "--vault", str(vault), "--json"])
+    work = Path(spec["work"])
+    vault, cli = work / "vault", _cli(sys.executable)
+    _run([*cli, "init", str(vault)], work)
+    seconds, out = _run([*cli, "remember", "--batch", spec["items"], "--vault", str(vault), "--json"], work)
     markers = json.loads(Path(spec["markers"]).read_text())
     return {"figures": {"batch_s": seconds, "batch_duplicates_left": _duplicates_left(vault, markers)},
             "extra": {"summary": {k: v for k, v in json.loads(out).items() if isinstance(v, int)}}}
