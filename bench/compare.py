@@ -28,9 +28,10 @@ Decisions (bench/README.md says the same for users):
   just before look changed to the next refresh).
 - Alternation: each round runs every selected group for base, then head, each phase in a fresh
   process; a figure is the median over rounds (over the repeats within a run first: 3 no-change
-  refreshes, 5 CLI commands, 3 MCP starts). Every phase process records the load average at its
-  start and a 2M-step pure-Python loop timed right before its work (the yardstick): printed per side
-  as min-max, so a noisy run shows itself. Figures are printed, never judged.
+  refreshes, 5 CLI commands, 3 MCP starts). Every phase process records the load average and a
+  2M-step pure-Python loop (the yardstick) timed right before its work and again right after it, and
+  its CPU seconds over its wall seconds (busy): printed per side as min-max, so a noisy run shows
+  itself. Figures are printed, never judged.
 - A group that fails on one side prints n/a with the reason below the table; a side that fails
   entirely (no venv, no vault, every run failed) exits 1. The agent group always uses AGENT_NOTES
   notes and AGENT_TURNS turns, prefetching with `recall` (old commits have no `context`).
@@ -405,8 +406,9 @@ def summarise(plan: Plan, sides: list[Side], runs: list[dict]) -> dict:
     machine = {}
     for side in sides:
         procs = [p for r in runs if r["side"] == side.role for p in r["processes"]]
-        machine[side.role] = {"yardstick_s": [p["yardstick_s"] for p in procs],
-                              "load_avg": [p["load_avg"] for p in procs],
+        machine[side.role] = {"yardstick_s": [v for p in procs for v in p["yardstick_s"]],
+                              "load_avg": [v for p in procs for v in p["load_avg"]],
+                              "busy": [p["busy"] for p in procs],
                               "vaultmem": sorted({str(Path(p["vaultmem_file"]).parent) for p in procs})}
     return {"figures": figures, "na": na, "per_side": machine}
 
@@ -437,7 +439,8 @@ def print_table(report: dict) -> None:
         decimals = FIGURES[name][1]
         ratio = "-" if row["ratio"] is None else f"{row['ratio']:.2f}"
         print(f"{name:<26}{_cell(row['base'], decimals):>14}{_cell(row['head'], decimals):>14}{ratio:>11}")
-    for key, label, digits in (("yardstick_s", "yardstick (2M loop, s)", 3), ("load_avg", "load average (1 min)", 2)):
+    for key, label, digits in (("yardstick_s", "yardstick (2M loop, s)", 3), ("load_avg", "load average (1 min)", 2),
+                               ("busy", "busy (cpu/wall of work)", 2)):
         print(f"{label:<26}" + "".join(f"{_spread(per_side[r][key], digits):>14}" for r in ("base", "head")))
     for role in ("base", "head"):
         print(f"{role} measured vaultmem from {', '.join(per_side[role]['vaultmem']) or '-'}")
