@@ -387,21 +387,25 @@ def set_up(ctx: Context, plan: Plan, sides: list[Side], worktree_python: str | N
 
 # -- the report --------------------------------------------------------------------------------------
 def summarise(plan: Plan, sides: list[Side], runs: list[dict]) -> dict:
-    """Per figure: each side's median over its runs, the runs, the ratio; per side: yardstick and load."""
+    """Per figure: each side's median over its runs, the runs, the ratio of the medians and the ratio of
+    each round's pair (base and head measured one after the other); per side: yardstick, load, busy."""
     figures, na = {}, {}
     for name in plan.shown:
-        row = {}
+        row, by_round = {}, {}
         for side in sides:
             mine = [r for r in runs if r["side"] == side.role and r["group"] == FIGURES[name][0]]
             values = [r["figures"][name] for r in mine if name in r["figures"]]
             row[side.role] = statistics.median(values) if values else None
             row[f"{side.role}_runs"] = values
+            by_round[side.role] = {r["round"]: r["figures"][name] for r in mine if name in r["figures"]}
             reasons = {r["na"].get(name) or r.get("error") for r in mine if name not in r["figures"]} - {None}
             if reasons or not values:
                 why = "; ".join(sorted(reasons)) or ("not reported" if mine else "not run")
                 na.setdefault(name, {})[side.role] = why
         base, head = row["base"], row["head"]
         row["ratio"] = head / base if base and head is not None else None
+        row["round_ratios"] = [by_round["head"][k] / v for k, v in sorted(by_round["base"].items())
+                               if v and k in by_round["head"]]
         figures[name] = row
     machine = {}
     for side in sides:
@@ -434,11 +438,12 @@ def print_table(report: dict) -> None:
         state = "byte-identical on both sides" if check["identical"] else "DIFFER between the sides"
         print(f"{name} vault: {check['notes']:,} notes, {check['note_files']['base']:,} note files {state} "
               f"(sha256 {check['sha256']['base'][:12]}…)")
-    print(f"\n{'figure':<26}{'base':>14}{'head':>14}{'head/base':>11}")
+    print(f"\n{'figure':<26}{'base':>14}{'head':>14}{'head/base':>11}   by round")
     for name, row in report["summary"]["figures"].items():
         decimals = FIGURES[name][1]
         ratio = "-" if row["ratio"] is None else f"{row['ratio']:.2f}"
-        print(f"{name:<26}{_cell(row['base'], decimals):>14}{_cell(row['head'], decimals):>14}{ratio:>11}")
+        rounds = _spread(row["round_ratios"], 2) if len(row["round_ratios"]) > 1 else ""
+        print(f"{name:<26}{_cell(row['base'], decimals):>14}{_cell(row['head'], decimals):>14}{ratio:>11}   {rounds}")
     for key, label, digits in (("yardstick_s", "yardstick (2M loop, s)", 3), ("load_avg", "load average (1 min)", 2),
                                ("busy", "busy (cpu/wall of work)", 2)):
         print(f"{label:<26}" + "".join(f"{_spread(per_side[r][key], digits):>14}" for r in ("base", "head")))
