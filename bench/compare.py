@@ -143,7 +143,8 @@ def _checkout(tree: Path, sha: str) -> None:
         if _git("rev-parse", "HEAD", cwd=tree) != sha or _git("status", "--porcelain", cwd=tree):
             raise SideFailed(f"{tree} is not a clean checkout of {sha[:12]}: remove it (git worktree remove)")
         return
-    _git("worktree", "prune")
+    if f"worktree {tree}\n" in _git("worktree", "list", "--porcelain") + "\n":
+        _git("worktree", "prune")  # the cache was deleted by hand: git still has it, and refuses to add it again
     _git("worktree", "add", "--detach", str(tree), sha)
 
 
