@@ -40,6 +40,7 @@ Decisions (bench/README.md says the same for users):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -256,6 +257,9 @@ def build(ctx: Context, side: Side, name: str, notes: int) -> tuple[Built, dict]
     if "+dirty-" in side.code_id:  # an older diff's vault of the same name: not wanted again
         for stale in ctx.cache.glob(f"{side.code_id.split('+')[0]}+dirty-*/vaults/{built.folder.name}"):
             shutil.rmtree(stale, ignore_errors=True)
+            for parent in (stale.parent, stale.parent.parent):
+                with contextlib.suppress(OSError):
+                    parent.rmdir()  # when empty
     shutil.rmtree(built.folder, ignore_errors=True)
     built.folder.mkdir(parents=True)
     print(f"  building {name} vault of {notes:,} notes for {side.role} {side.label}", flush=True)
