@@ -3,11 +3,13 @@
     python bench/_compare_phases.py NAME SPEC_JSON      # as bench/compare.py starts it
 
 This checkout's code (this file, bench/recall.py, bench/_synth.py, bench/agent.py, bench/write.py) is what
-measures; the vaultmem imported is the side's own (its venv's editable install: this script's folder is
-the only checkout on sys.path, and bench/ holds no vaultmem). Only the public API is used, so an old
+measures; the vaultmem imported is the side's own (its venv's editable install: sys.path starts with
+bench/, which holds no vaultmem, not with a checkout's root). Only the public API is used, so an old
 commit runs every phase. Each phase prints one JSON object: the vaultmem it imported, the load average
-at its start and the yardstick (a 2M-step pure-Python loop) timed right before its work, then its
-"figures", "na" (figure: why not measured) and "extra".
+at its start and the yardstick (a 2M-step pure-Python loop) timed right before its work, both again
+right after it (as [before, after]), "busy" (CPU seconds of the work, its finished child processes
+included, over its wall seconds: well below its usual value, the work waited for the disk or for a CPU),
+then its "figures", "na" (figure: why not measured) and "extra".
 """
 
 from __future__ import annotations
@@ -206,11 +208,24 @@ PHASES = {"probe": _phase_probe, "build": _phase_build, "inputs": _phase_inputs,
 
 
 def run_phase(name: str, spec: dict) -> dict:
-    """In the side's process: which vaultmem it imports, the load, the yardstick, then the phase's work."""
+    """In the side's process: which vaultmem it imports, the load and the yardstick, the phase's work, and
+    the load and the yardstick again after it (a long phase can meet noise that was not there at its start)."""
     import vaultmem
 
     load, yardstick = os.getloadavg()[0], _python_speed_s()
-    return {"vaultmem_file": vaultmem.__file__, "load_avg": load, "yardstick_s": yardstick, **PHASES[name](spec)}
+    cpu, start = _cpu_s(), time.perf_counter()
+    done = PHASES[name](spec)
+    busy = (_cpu_s() - cpu) / (time.perf_counter() - start)
+    return {"vaultmem_file": vaultmem.__file__, "load_avg": [load, os.getloadavg()[0]],
+            "yardstick_s": [yardstick, _python_speed_s()], "busy": busy, **done}
+
+
+def _cpu_s() -> float:
+    """CPU seconds of this process and its finished children (worker pools, CLI runs, the MCP server)."""
+    import resource
+
+    mine, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return mine.ru_utime + mine.ru_stime + children.ru_utime + children.ru_stime
 
 
 if __name__ == "__main__":

@@ -28,9 +28,10 @@ Decisions (bench/README.md says the same for users):
   just before look changed to the next refresh).
 - Alternation: each round runs every selected group for base, then head, each phase in a fresh
   process; a figure is the median over rounds (over the repeats within a run first: 3 no-change
-  refreshes, 5 CLI commands, 3 MCP starts). Every phase process records the load average at its
-  start and a 2M-step pure-Python loop timed right before its work (the yardstick): printed per side
-  as min-max, so a noisy run shows itself. Figures are printed, never judged.
+  refreshes, 5 CLI commands, 3 MCP starts). Every phase process records the load average and a
+  2M-step pure-Python loop (the yardstick) timed right before its work and again right after it, and
+  its CPU seconds over its wall seconds (busy): printed per side as min-max, so a noisy run shows
+  itself. Figures are printed, never judged.
 - A group that fails on one side prints n/a with the reason below the table; a side that fails
   entirely (no venv, no vault, every run failed) exits 1. The agent group always uses AGENT_NOTES
   notes and AGENT_TURNS turns, prefetching with `recall` (old commits have no `context`).
@@ -39,6 +40,7 @@ Decisions (bench/README.md says the same for users):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -142,7 +144,8 @@ def _checkout(tree: Path, sha: str) -> None:
         if _git("rev-parse", "HEAD", cwd=tree) != sha or _git("status", "--porcelain", cwd=tree):
             raise SideFailed(f"{tree} is not a clean checkout of {sha[:12]}: remove it (git worktree remove)")
         return
-    _git("worktree", "prune")
+    if f"worktree {tree}\n" in _git("worktree", "list", "--porcelain") + "\n":
+        _git("worktree", "prune")  # the cache was deleted by hand: git still has it, and refuses to add it again
     _git("worktree", "add", "--detach", str(tree), sha)
 
 
@@ -254,6 +257,9 @@ def build(ctx: Context, side: Side, name: str, notes: int) -> tuple[Built, dict]
     if "+dirty-" in side.code_id:  # an older diff's vault of the same name: not wanted again
         for stale in ctx.cache.glob(f"{side.code_id.split('+')[0]}+dirty-*/vaults/{built.folder.name}"):
             shutil.rmtree(stale, ignore_errors=True)
+            for parent in (stale.parent, stale.parent.parent):
+                with contextlib.suppress(OSError):
+                    parent.rmdir()  # when empty
     shutil.rmtree(built.folder, ignore_errors=True)
     built.folder.mkdir(parents=True)
     print(f"  building {name} vault of {notes:,} notes for {side.role} {side.label}", flush=True)
@@ -386,27 +392,32 @@ def set_up(ctx: Context, plan: Plan, sides: list[Side], worktree_python: str | N
 
 # -- the report --------------------------------------------------------------------------------------
 def summarise(plan: Plan, sides: list[Side], runs: list[dict]) -> dict:
-    """Per figure: each side's median over its runs, the runs, the ratio; per side: yardstick and load."""
+    """Per figure: each side's median over its runs, the runs, the ratio of the medians and the ratio of
+    each round's pair (base and head measured one after the other); per side: yardstick, load, busy."""
     figures, na = {}, {}
     for name in plan.shown:
-        row = {}
+        row, by_round = {}, {}
         for side in sides:
             mine = [r for r in runs if r["side"] == side.role and r["group"] == FIGURES[name][0]]
             values = [r["figures"][name] for r in mine if name in r["figures"]]
             row[side.role] = statistics.median(values) if values else None
             row[f"{side.role}_runs"] = values
+            by_round[side.role] = {r["round"]: r["figures"][name] for r in mine if name in r["figures"]}
             reasons = {r["na"].get(name) or r.get("error") for r in mine if name not in r["figures"]} - {None}
             if reasons or not values:
                 why = "; ".join(sorted(reasons)) or ("not reported" if mine else "not run")
                 na.setdefault(name, {})[side.role] = why
         base, head = row["base"], row["head"]
         row["ratio"] = head / base if base and head is not None else None
+        row["round_ratios"] = [by_round["head"][k] / v for k, v in sorted(by_round["base"].items())
+                               if v and k in by_round["head"]]
         figures[name] = row
     machine = {}
     for side in sides:
         procs = [p for r in runs if r["side"] == side.role for p in r["processes"]]
-        machine[side.role] = {"yardstick_s": [p["yardstick_s"] for p in procs],
-                              "load_avg": [p["load_avg"] for p in procs],
+        machine[side.role] = {"yardstick_s": [v for p in procs for v in p["yardstick_s"]],
+                              "load_avg": [v for p in procs for v in p["load_avg"]],
+                              "busy": [p["busy"] for p in procs],
                               "vaultmem": sorted({str(Path(p["vaultmem_file"]).parent) for p in procs})}
     return {"figures": figures, "na": na, "per_side": machine}
 
@@ -432,12 +443,14 @@ def print_table(report: dict) -> None:
         state = "byte-identical on both sides" if check["identical"] else "DIFFER between the sides"
         print(f"{name} vault: {check['notes']:,} notes, {check['note_files']['base']:,} note files {state} "
               f"(sha256 {check['sha256']['base'][:12]}…)")
-    print(f"\n{'figure':<26}{'base':>14}{'head':>14}{'head/base':>11}")
+    print(f"\n{'figure':<26}{'base':>14}{'head':>14}{'head/base':>11}   by round")
     for name, row in report["summary"]["figures"].items():
         decimals = FIGURES[name][1]
         ratio = "-" if row["ratio"] is None else f"{row['ratio']:.2f}"
-        print(f"{name:<26}{_cell(row['base'], decimals):>14}{_cell(row['head'], decimals):>14}{ratio:>11}")
-    for key, label, digits in (("yardstick_s", "yardstick (2M loop, s)", 3), ("load_avg", "load average (1 min)", 2)):
+        rounds = _spread(row["round_ratios"], 2) if len(row["round_ratios"]) > 1 else ""
+        print(f"{name:<26}{_cell(row['base'], decimals):>14}{_cell(row['head'], decimals):>14}{ratio:>11}   {rounds}")
+    for key, label, digits in (("yardstick_s", "yardstick (2M loop, s)", 3), ("load_avg", "load average (1 min)", 2),
+                               ("busy", "busy (cpu/wall of work)", 2)):
         print(f"{label:<26}" + "".join(f"{_spread(per_side[r][key], digits):>14}" for r in ("base", "head")))
     for role in ("base", "head"):
         print(f"{role} measured vaultmem from {', '.join(per_side[role]['vaultmem']) or '-'}")
