@@ -34,8 +34,8 @@ from .folding import EventFolding
 from .freshness import Freshness
 from .sidecar import SCHEMA_VERSION, Sidecar, heals
 from .sketches import SketchReader, open_sketches
-from .sqlrows import (INSERT_KEY, INSERT_NOTE, NOTE_FIELDS, drop_lookups, dup_keys, known_under, record_from_row,
-                      row_dict, to_row, transaction)
+from .sqlrows import (INSERT_KEY, INSERT_NOTE, NOTE_FIELDS, drop_lookups, dup_keys, known_under, note_count, note_shas,
+                      record_from_row, row_dict, stat_cache, to_row, transaction)
 from ..writelock import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:  # numpy and the snapshot load only when postings are built or read: a write does neither
@@ -134,8 +134,8 @@ class Index(Freshness, EventFolding, Sidecar):
             stats.scanned = len(files)
             scanned, newest = scan_digest(files)
             # the very files of the last full look, none changed just before it (RACY_NS): nothing to compare
-            same_files = newest < racy and scanned == self._meta(conn, "scanned") and self._rows(conn) == len(files)
-            known = {} if same_files else self._stat_cache(conn)
+            same_files = newest < racy and scanned == self._meta(conn, "scanned") and note_count(conn) == len(files)
+            known = {} if same_files else stat_cache(conn)
             if force or (not same_files and not known and len(files) > self.compact_min):
                 self._build_first(conn, files, stats, started, progress)
                 self.fold_events()
@@ -147,7 +147,7 @@ class Index(Freshness, EventFolding, Sidecar):
                                          if known.get(rel) != (mtime, size) or mtime >= racy]
             gone = list(known.keys() - files.keys())
             looked_s = (time.time_ns() - started) / 1e9  # what a sweep costs when nothing changed
-            shas = self._shas(conn, [rel for rel in todo if rel in known])
+            shas = note_shas(conn, [rel for rel in todo if rel in known])
             records, restamped = self._read_changed(todo, files, shas, progress)
             if len(records) + len(restamped) < len(todo):  # one vanished or could not be read: look again next time
                 scanned = ""
@@ -193,7 +193,7 @@ class Index(Freshness, EventFolding, Sidecar):
             todo = [rel for rel, (_, mtime, size) in files.items()
                     if rel in named or known.get(rel) != (mtime, size) or mtime >= checked - RACY_NS]
             gone = [rel for rel in known if rel not in files]
-            records, restamped = self._read_changed(todo, files, self._shas(conn, [r for r in todo if r in known]), None)
+            records, restamped = self._read_changed(todo, files, note_shas(conn, [r for r in todo if r in known]), None)
             stats = RefreshStats(scanned=len(files), read=len(todo), parsed=len(records), removed=len(gone))
             stats.added = sum(1 for rec in records if rec.path not in known)
             stats.updated = len(records) - stats.added
@@ -218,27 +218,6 @@ class Index(Freshness, EventFolding, Sidecar):
         with self._write_lock(), transaction(self._conn()):
             self._set_meta(self._conn(), **{key: value})
 
-    @staticmethod
-    def _rows(conn: sqlite3.Connection) -> int:
-        """How many notes the index holds, counted over the notes table itself: a damaged page of it
-        is found here, as the full read of the stat cache finds it (and the sidecar heals)."""
-        return conn.execute("SELECT count(mtime_ns) FROM notes NOT INDEXED").fetchone()[0]
-
-    @staticmethod
-    def _stat_cache(conn: sqlite3.Connection) -> dict[str, tuple[int, int]]:
-        """(mtime_ns, size) of every indexed note as it was last seen, by path."""
-        return {path: (mtime, size) for path, mtime, size in conn.execute("SELECT path, mtime_ns, size FROM notes")}
-
-    @staticmethod
-    def _shas(conn: sqlite3.Connection, paths: list[str]) -> dict[str, str]:
-        """Stored content hashes of these notes, by path: its keys are the paths that have a row
-        (one query per 900 paths, not one per path)."""
-        out: dict[str, str] = {}
-        for start in range(0, len(paths), 900):
-            part = paths[start:start + 900]
-            marks = ",".join("?" * len(part))
-            out.update(conn.execute(f"SELECT path, sha FROM notes WHERE path IN ({marks})", part))
-        return out
 
     def _build_first(self, conn: sqlite3.Connection, files: dict, stats: RefreshStats, started: int,
                      progress: Progress | None) -> None:
@@ -324,7 +303,7 @@ class Index(Freshness, EventFolding, Sidecar):
         """
         with transaction(conn):
             if replacing is None:  # in the transaction: another writer may have indexed one meanwhile
-                replacing = set(self._shas(conn, [r.path for r in records]))
+                replacing = set(note_shas(conn, [r.path for r in records]))
             self._set_meta(conn, checked_ns=checked_ns, scanned=scanned)
             if not (records or gone or restamped):
                 return

@@ -192,6 +192,28 @@ def known_under(conn: sqlite3.Connection, paths: list[str]) -> dict[str, tuple[i
     return known
 
 
-__all__ = ["INSERT_KEY", "INSERT_NOTE", "INSERT_PIN", "NOTE_FIELDS", "SCHEMA", "UPSERT_ACCESS", "UPSERT_DECAY", "UPSERT_FEEDBACK", "connect",
-           "drop_lookups", "dup_keys", "fold_event", "is_damage", "known_under", "record_from_row", "row_dict", "to_row",
-           "transaction"]
+def note_count(conn: sqlite3.Connection) -> int:
+    """How many notes the index holds, counted over the notes table itself: a damaged page of it
+    is found here, as the full read of the stat cache finds it (and the sidecar heals)."""
+    return conn.execute("SELECT count(mtime_ns) FROM notes NOT INDEXED").fetchone()[0]
+
+
+def stat_cache(conn: sqlite3.Connection) -> dict[str, tuple[int, int]]:
+    """(mtime_ns, size) of every indexed note as it was last seen, by path."""
+    return {path: (mtime, size) for path, mtime, size in conn.execute("SELECT path, mtime_ns, size FROM notes")}
+
+
+def note_shas(conn: sqlite3.Connection, paths: list[str]) -> dict[str, str]:
+    """Stored content hashes of these notes, by path: its keys are the paths that have a row
+    (one query per 900 paths, not one per path)."""
+    out: dict[str, str] = {}
+    for start in range(0, len(paths), 900):
+        part = paths[start:start + 900]
+        marks = ",".join("?" * len(part))
+        out.update(conn.execute(f"SELECT path, sha FROM notes WHERE path IN ({marks})", part))
+    return out
+
+
+__all__ = ["INSERT_KEY", "INSERT_NOTE", "INSERT_PIN", "NOTE_FIELDS", "SCHEMA", "UPSERT_ACCESS", "UPSERT_DECAY",
+           "UPSERT_FEEDBACK", "connect", "drop_lookups", "dup_keys", "fold_event", "is_damage", "known_under",
+           "note_count", "note_shas", "record_from_row", "row_dict", "stat_cache", "to_row", "transaction"]
