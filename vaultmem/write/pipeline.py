@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..text import terms as text
-from ..text.dedup import restates
+from ..text.dedup import restates, words_and_numbers
 from .drafts import Draft, Drafter, entity_links, parse_time, union, worker_pool
 from .episodes import EpisodeLine
 from ..errors import VaultmemError, WriteConflict
@@ -208,11 +208,18 @@ class Writer:
         if self.seen.has_memories:
             paths += [p for p in self.vault.index.near_duplicate_paths(draft.keys) if p not in paths]
         best, best_sim = None, threshold
+        words, numbers = words_and_numbers(draft.plain)
         for path in paths:
             known, body = self._candidate(path, ns)
             if known is None:
                 continue
-            sim = restates(draft.plain, self._plain(path, body))
+            plain = self._plain(path, body)
+            # what restates rules out first, from words and numbers kept per note: most candidates
+            # that share a sketch key are another memory of the same template
+            their_words, their_numbers = self._words(path, plain)
+            if numbers != their_numbers or not words <= their_words:
+                continue
+            sim = restates(draft.plain, plain)
             if sim >= best_sim:
                 best, best_sim = known, sim
         return (best, f"near duplicate ({best_sim:.2f})") if best else (None, "")
@@ -271,6 +278,12 @@ class Writer:
         if found is None or found[0] is not body:
             found = self.seen.plains[path] = (body, text.plain_text(body))
         return found[1]
+
+    def _words(self, path: str, plain: str) -> tuple[set[str], list[str]]:
+        found = self.seen.words.get(path)
+        if found is None or found[0] is not plain:
+            found = self.seen.words[path] = (plain, *words_and_numbers(plain))
+        return found[1], found[2]
 
     def _superseded(self, draft: Draft, explicit: Any) -> Known | None:
         """The memory this draft replaces: given by the caller, or the same entity's attribute."""
