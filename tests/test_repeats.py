@@ -181,3 +181,30 @@ def test_a_repeat_of_a_statement_appended_to_a_full_note_is_unchanged_in_a_later
     reworded = vault.remember("invoice INV-2024-0042 : Reminder number 1 went to the customer's office!")
     assert (reworded.action, reworded.id) == ("unchanged", results[1].id)
     assert len(_notes_saying(vault, reminders[1]["text"])) == 1
+
+
+TWO_CLIENTS = ["合同 CT2024-0001 由刘敏签署，另见李丽。", "刘敏的合同编号改为 CT2024-0002",
+               "李丽的合同编号是 CT2024-0003"]
+
+
+def _two_clients(vault) -> None:
+    vault.add_entity("刘敏")
+    vault.add_entity("李丽")
+
+
+def test_a_new_value_of_one_clients_attribute_leaves_anothers_current_note_alone(vault):
+    # bench/write.py at 100k: a correction found by 刘敏's contract carried the old note's link to 李丽
+    # over and so became 李丽's contract note too; 李丽's next contract then retired 刘敏's (6,423 of
+    # 6,865 supersedes retired a note about someone else, and their notes ended linking 39 people)
+    _two_clients(vault)
+    first, liumin, lili = (vault.remember(said) for said in TWO_CLIENTS)
+    assert liumin.supersedes == first.id
+    assert lili.supersedes is None and _meta(vault, liumin)["status"] == "active"
+    assert "entities" not in _meta(vault, liumin)  # it names 刘敏; 李丽 was the old note's business
+
+
+def test_a_new_value_of_one_clients_attribute_leaves_anothers_current_note_alone_in_a_batch(vault):
+    _two_clients(vault)
+    first, liumin, lili = vault.remember_many([{"text": said} for said in TWO_CLIENTS])
+    assert liumin.supersedes == first.id
+    assert lili.supersedes is None and _meta(vault, liumin)["status"] == "active"

@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..text import terms as text
-from ..text.dedup import restates
+from ..text.dedup import restates, words_and_numbers
 from .drafts import Draft, Drafter, entity_links, parse_time, union, worker_pool
 from .episodes import EpisodeLine
 from ..errors import VaultmemError, WriteConflict
@@ -159,7 +159,7 @@ class Writer:
             if target is not None and (merged := self._merge(target, draft, reason)) is not None:
                 return merged
         old = self._superseded(draft, supersedes)
-        return self._create(draft, old, given)
+        return self._create(draft, old, given, explicit=supersedes not in (None, ""))
 
     def drafter(self) -> Drafter:
         """The pure half of the pipeline, knowing every entity ensured so far."""
@@ -208,11 +208,18 @@ class Writer:
         if self.seen.has_memories:
             paths += [p for p in self.vault.index.near_duplicate_paths(draft.keys) if p not in paths]
         best, best_sim = None, threshold
+        words, numbers = words_and_numbers(draft.plain)
         for path in paths:
             known, body = self._candidate(path, ns)
             if known is None:
                 continue
-            sim = restates(draft.plain, self._plain(path, body))
+            plain = self._plain(path, body)
+            # what restates rules out first, from words and numbers kept per note: most candidates
+            # that share a sketch key are another memory of the same template
+            their_words, their_numbers = self._words(path, plain)
+            if numbers != their_numbers or not words <= their_words:
+                continue
+            sim = restates(draft.plain, plain)
             if sim >= best_sim:
                 best, best_sim = known, sim
         return (best, f"near duplicate ({best_sim:.2f})") if best else (None, "")
@@ -272,6 +279,12 @@ class Writer:
             found = self.seen.plains[path] = (body, text.plain_text(body))
         return found[1]
 
+    def _words(self, path: str, plain: str) -> tuple[set[str], list[str]]:
+        found = self.seen.words.get(path)
+        if found is None or found[0] is not plain:
+            found = self.seen.words[path] = (plain, *words_and_numbers(plain))
+        return found[1], found[2]
+
     def _superseded(self, draft: Draft, explicit: Any) -> Known | None:
         """The memory this draft replaces: given by the caller, or the same entity's attribute."""
         if explicit:
@@ -281,10 +294,18 @@ class Writer:
         if not (meta["value"] and meta["type"] in self.settings.supersede_types and draft.entities):
             return None
         for entity in draft.entities:
-            known = self.seen.by_attr.get((meta["namespace"], entity, meta["type"])) or self._row_by_attr(meta, entity)
+            # the batch's own note of the attribute, unless this batch has superseded it since (then,
+            # as for a single write, the newest active one on disk)
+            known = self._live(self.seen.by_attr.get((meta["namespace"], entity, meta["type"])))
+            known = known or self._live(self._row_by_attr(meta, entity))
             if known is not None and known.value != meta["value"]:
                 return known
         return None
+
+    def _live(self, known: Known | None) -> Known | None:
+        """The note as this write knows it now, if it is still active."""
+        current = None if known is None else self.seen.known.get(known.path, known)
+        return current if current is not None and current.status == "active" else None
 
     def _row_by_attr(self, meta: dict[str, Any], entity: str) -> Known | None:
         """The newest active memory on disk with this attribute type linking to this entity."""
@@ -390,10 +411,11 @@ class Writer:
         return when is not None and \
             draft.meta["timestamp"] - when < dt.timedelta(hours=float(self.settings.reinforce_hours))
 
-    def _create(self, draft: Draft, old: Known | None, given: frozenset[str] = frozenset()) -> WriteResult:
+    def _create(self, draft: Draft, old: Known | None, given: frozenset[str] = frozenset(),
+                explicit: bool = False) -> WriteResult:
         if old is not None:
             self.flight.notes.load(old.path, old.sha)  # before anything is placed: it may have to be decided again
-            self._inherit(draft, self.flight.notes.peek(old.path), given)
+            self._inherit(draft, self.flight.notes.peek(old.path), given, links=explicit)
             self.drafter().supersede(draft, old.title)
         rel = self._place(draft)
         title = draft.record.title
@@ -409,17 +431,23 @@ class Writer:
         self.seen.by_fp[draft.fp] = result
         return result
 
-    def _inherit(self, draft: Draft, old: tuple[dict[str, Any], str], given: frozenset[str]) -> None:
+    def _inherit(self, draft: Draft, old: tuple[dict[str, Any], str], given: frozenset[str], links: bool) -> None:
         """A correction keeps what the caller did not restate: the old note's tags (with the new
-        text's own), its lifecycle (a preference stays a preference) and the entities it linked to
-        (those the new text does not link go to its `entities` property)."""
+        text's own), its lifecycle (a preference stays a preference) and, when `links` (an explicit
+        supersede: the new text may name nothing), the entities it linked to (those the new text
+        does not link go to its `entities` property).
+
+        A correction found by an entity's attribute names that entity itself and links only what it
+        names: the old note's other links were other entities', and carrying them over made the new
+        note the one a new value of each of their attributes replaces (one client's new contract
+        retired another's, and a long batch's corrections each ended linking every client)."""
         old_meta, old_body = old
         meta = dict(draft.meta)
         if "tags" not in given:
             meta["tags"] = union([str(t) for t in old_meta.get("tags") or []], meta["tags"])
         if "lifecycle" not in given and old_meta.get("lifecycle"):
             meta["lifecycle"] = str(old_meta["lifecycle"])
-        if "entity" not in given and self.settings.link_entities:
+        if links and "entity" not in given and self.settings.link_entities:
             from ..notes.note import extract_links
 
             held = [*_property_links(old_meta.get("entities")), *extract_links(old_body)]

@@ -49,6 +49,8 @@ class Seen:
     known: dict[str, Known] = field(default_factory=dict)  # path -> the note
     bodies: dict[str, str] = field(default_factory=dict)  # path -> body as the write last saw it
     plains: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (body, its plain text)
+    # path -> (plain text, its words, its numbers: text.dedup.words_and_numbers), for near-duplicate checks
+    words: dict[str, tuple[str, set[str], list[str]]] = field(default_factory=dict)
     by_fp: dict[str, WriteResult] = field(default_factory=dict)  # fingerprint -> what this write made of it
     by_value: dict[tuple[str, str, str], Known] = field(default_factory=dict)  # (namespace, type, value)
     # (namespace, type, value, words_said) of each statement of a value this write stored -> its note's
@@ -87,6 +89,6 @@ class Seen:
 
     def forget(self, rel: str) -> None:
         """Drop what was known of a note a person changed meanwhile (it is read again when needed)."""
-        for cache in (self.known, self.bodies, self.plains):
+        for cache in (self.known, self.bodies, self.plains, self.words):
             cache.pop(rel, None)
         self.attrs.clear()
