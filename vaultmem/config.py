@@ -47,6 +47,8 @@ write:
   link_entities: true     # mentions of known entities (titles, aliases) become [[wikilinks]]
   episodes: true          # each write adds a line to episodes/YYYY-MM-DD.md
   stage_trust: [external] # writes of this trust land in inbox/ as candidates (`vaultmem confirm ID` promotes)
+  max_text_chars: 100000  # the longest text a memory may have, in characters: a longer one is refused, nothing written;
+                          # of a longer note (written by hand, synced in) the index and recall read this many (doctor names it)
 
 # Half-life of a memory's strength in hours, by `lifecycle` (null = never decays).
 half_life_hours:
@@ -160,6 +162,7 @@ _EITHER: dict[str, tuple[Any, ...]] = {"ranking.bm25_b": ("auto", 0.5)}
 _RULES: dict[str, tuple[str, Any]] = {
     "ranking.limit": ("a positive integer", lambda v: isinstance(v, int) and v >= 1),
     "working_set.size": ("a positive integer", lambda v: isinstance(v, int) and v >= 1),
+    "write.max_text_chars": ("a positive integer", lambda v: isinstance(v, int) and v >= 1),
     "consolidate.min_repeats": ("an integer of 2 or more", lambda v: isinstance(v, int) and v >= 2),
     "consolidate.min_shared": ("a positive integer", lambda v: isinstance(v, int) and v >= 1),
     "consolidate.coverage": ("a number above 0, at most 1", lambda v: 0 < v <= 1),

@@ -13,6 +13,16 @@ class InvalidValue(VaultmemError, ValueError):
     """A value given to vaultmem cannot be used (a ValueError too, for code that catches those)."""
 
 
+class TextTooLong(InvalidValue):
+    """A memory's text is longer than `write.max_text_chars`; nothing was written."""
+
+    def __init__(self, where: str, chars: int, limit: int):
+        self.chars = chars
+        self.limit = limit
+        super().__init__(f"{where}: the text has {chars:,} characters, more than write.max_text_chars ({limit:,}); "
+                         "nothing was written (split it into several memories)")
+
+
 class VaultNotFound(VaultmemError):
     """No vault was named, or the named folder is not a vault."""
 
@@ -83,4 +93,5 @@ class WatchLimit(VaultmemError):
 
 
 __all__ = ["AmbiguousNote", "ConfigError", "IndexDamaged", "InvalidValue", "NoteFormatError", "NoteNotFound",
-           "PolicyViolation", "UnsafePath", "VaultNotFound", "VaultmemError", "WatchLimit", "WriteConflict"]
+           "PolicyViolation", "TextTooLong", "UnsafePath", "VaultNotFound", "VaultmemError", "WatchLimit",
+           "WriteConflict"]

@@ -85,6 +85,7 @@ class WriteSettings(NamedTuple):
     link_entities: bool
     episodes: bool
     stage_trust: tuple[str, ...]
+    max_text_chars: int
 
 
 class PolicySettings(NamedTuple):

@@ -296,12 +296,16 @@ def build_server(vault: Any, default_source: str = DEFAULT_SOURCE, warm: bool = 
         return vault
 
     reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    # the text's limit in the schema, so a client knows it before it sends; checked by the vault (not by
+    # pydantic's max_length), so a longer text gets the one sentence every surface gives, with its size
+    max_chars = vault.settings.write.max_text_chars
     Tags = Annotated[list[str] | None, Field(description="Tags, without '#' (several: all must match).")]
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                                              open_world_hint=False))
     def remember(
-        text: Annotated[str, Field(description="The memory, in any language; one fact, preference or event.")],
+        text: Annotated[str, Field(json_schema_extra={"maxLength": max_chars}, description=(
+            f"The memory, in any language; one fact, preference or event (at most {max_chars:,} characters)."))],
         tags: Tags = None,
         source: Annotated[str | None, Field(description=f"Who it is from (default {default_source!r}).")] = None,
         lifecycle: Annotated[str | None, Field(

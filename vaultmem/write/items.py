@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import VaultmemError
+from ..errors import TextTooLong, VaultmemError
 from .drafts import parse_time
 from .extract import POSITIONS
 
@@ -50,9 +50,9 @@ class WriteResult:
                 "status": self.status, "tags": list(self.tags), "redacted": list(self.redacted)}
 
 
-def check_item(policy: Policy, item: dict[str, Any], where: str) -> tuple[str, dict[str, Any]]:
-    """Validate one item (fields, blocked tags, secrets in identifiers): its text and fields, or
-    VaultmemError/PolicyViolation naming `where`.
+def check_item(policy: Policy, item: dict[str, Any], where: str, max_chars: int) -> tuple[str, dict[str, Any]]:
+    """Validate one item (fields, text of at most `max_chars` characters, blocked tags, secrets in
+    identifiers): its text and fields, or VaultmemError/PolicyViolation naming `where`.
 
     A message never repeats a value it refuses (it may be a secret): it says what was expected.
     """
@@ -63,6 +63,9 @@ def check_item(policy: Policy, item: dict[str, Any], where: str) -> tuple[str, d
     body = item.get("text")
     if not isinstance(body, str) or not body.strip():
         raise VaultmemError(f"{where}: `text` is required and must be a non-empty string")
+    body = body.strip()
+    if len(body) > max_chars:
+        raise TextTooLong(where, len(body), max_chars)
     fields = {k: v for k, v in item.items() if k != "text"}
     fields["tags"] = _str_list(fields.get("tags"), "tags")
     policy.check_tags(fields["tags"])
@@ -77,7 +80,7 @@ def check_item(policy: Policy, item: dict[str, Any], where: str) -> tuple[str, d
         parse_time(fields.get("timestamp"))
     except VaultmemError as exc:
         raise VaultmemError(f"{where}: {exc}") from None
-    return body.strip(), fields
+    return body, fields
 
 
 def given_fields(fields: dict[str, Any]) -> frozenset[str]:

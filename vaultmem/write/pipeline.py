@@ -105,7 +105,7 @@ class Writer:
     # -- checks that run before anything is written --------------------------------------------
     def check(self, item: dict[str, Any], where: str) -> tuple[str, dict[str, Any]]:
         """Validate one item before anything is written (write/items.py: check_item)."""
-        return check_item(self.policy, item, where)
+        return check_item(self.policy, item, where, self.settings.max_text_chars)
 
     # -- the pipeline ------------------------------------------------------------------------------
     def write(self, body: str, fields: dict[str, Any]) -> WriteResult:
