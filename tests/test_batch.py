@@ -138,7 +138,8 @@ def test_a_retitled_record_has_the_terms_a_fresh_parse_gives(vault):
     from vaultmem.store.index.records import build_record, decode_terms, index_terms, retitle
 
     data = "---\nid: X1\ntags: [ops]\n---\n生产集群 CPU>90% 持续5分钟 [[Li Wei]] #oncall\n".encode()
-    rec = build_record(data, "memories/生产集群 CPU 告警.md", "memory", "memories", (0, len(data)), default_settings().defaults)
+    rec = build_record(data, "memories/生产集群 CPU 告警.md", "memory", "memories", (0, len(data)), default_settings().defaults,
+                       max_chars=None)
     retitle(rec, "生产集群 CPU 告警 12")
     assert decode_terms(rec.terms) == index_terms(rec) and rec.title == "生产集群 CPU 告警 12"
     assert "12" in decode_terms(rec.terms)

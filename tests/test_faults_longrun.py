@@ -103,13 +103,14 @@ def test_the_day_notes_record_is_the_one_parsing_it_gives(vault):
 def test_an_appended_record_equals_a_parsed_one_and_gives_way_to_tags_and_code():
     titles = ["Invoice INV-2024-1533 for $566,700", "张三的合同编号是 CT2024-0001", "What port does staging use?"]
     note = new_day_note(dt.date(2026, 12, 2), ["- 10:00 [[Start]] (source: user)"])
-    like = build_record(note.encode(), "episodes/2026-12-02.md", "episode", "episodes", (1, 1), DEFAULTS)
+    like = build_record(note.encode(), "episodes/2026-12-02.md", "episode", "episodes", (1, 1), DEFAULTS, max_chars=None)
     for i, title in enumerate(titles * 2):
         content = with_lines(note, [f"- 11:0{i} [[{title}]] (source: agent)"])
         data = content.encode()
         got = appended_record(like, data, content[len(note):], (2, len(data)))
         assert got is not None
-        assert asdict(got) == asdict(build_record(data, like.path, "episode", "episodes", (2, len(data)), DEFAULTS))
+        assert asdict(got) == asdict(build_record(data, like.path, "episode", "episodes", (2, len(data)), DEFAULTS,
+                                                   max_chars=None))
         note, like = content, got
     assert appended_record(like, b"", "- 12:00 [[X]] #tagged\n", (3, 3)) is None
     assert appended_record(like, b"", "- 12:00 `[[X]]`\n", (3, 3)) is None

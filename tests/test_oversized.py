@@ -16,7 +16,7 @@ from vaultmem.config import defaults
 from vaultmem.errors import ConfigError, TextTooLong
 from vaultmem.surfaces.cli import app
 
-from .conftest import REPO, snapshot_files
+from .conftest import REPO, snapshot_files, write_note
 
 LIMIT = defaults()["write"]["max_text_chars"]
 runner = CliRunner()
@@ -132,3 +132,87 @@ def test_the_hermes_remember_tool_goes_through_the_same_check(tmp_path, monkeypa
     assert answer == {"error": f"memory: the text has {LIMIT + 1:,} characters, more than write.max_text_chars "
                                f"({LIMIT:,}); nothing was written (split it into several memories)"}
     assert provider._open().list() == []
+
+
+# -- a longer note on disk: the index and recall read the limit's worth of it ----------------------------
+LOG_LINE = "INFO deploy worker restarted the cache node after a queue timeout\n"
+HUGE = 10 * LIMIT  # characters of the note a person dropped into memories/ (issue 28: 37 MB)
+
+
+@pytest.fixture
+def huge(vault) -> Vault:
+    """A vault of a few memories and one log dump ten times the limit, written by hand."""
+    vault.remember("Deploys go out on Tuesdays after the worker queue drains", tags=["ops"])
+    vault.remember("The cache node restarts itself after a timeout of 30 s")
+    vault.remember("Zhang San owns the deploy worker")
+    write_note(vault, "memories/Deploy log dump.md", "---\ntype: log\n---\n" + LOG_LINE * (HUGE // len(LOG_LINE)))
+    return vault
+
+
+@pytest.fixture
+def read(monkeypatch) -> dict[str, int]:
+    """Characters handed to the tokenizer, the normaliser and plain_text, by name, since the test began."""
+    from vaultmem.text import terms as text
+
+    seen = dict.fromkeys(("terms", "normalize", "plain_text"), 0)
+    for name in seen:
+        def counted(value, *args, _name=name, _real=getattr(text, name), **kwargs):
+            seen[_name] += len(value)
+            return _real(value, *args, **kwargs)
+        monkeypatch.setattr(text, name, counted)
+    return seen
+
+
+def dump_of(vault: Vault):
+    return next(h for h in vault.recall("deploy worker queue timeout", limit=10) if h.title == "Deploy log dump")
+
+
+def test_indexing_a_note_over_the_limit_tokenises_the_limits_worth_of_it(huge, read):
+    huge.refresh()
+    assert read["terms"] < 2 * LIMIT  # on main: all of its million characters
+    row = huge.index.select_notes("path = ?", ("memories/Deploy log dump.md",))[0]
+    assert len(row["body"]) == LIMIT and row["body"] == (LOG_LINE * (HUGE // len(LOG_LINE)))[:LIMIT]
+
+
+def test_recall_on_a_vault_with_a_huge_note_answers_and_feedback_reads_a_bounded_amount(huge, read):
+    from vaultmem.recall import READ_CHARS
+
+    huge.refresh()
+    for name in read:
+        read[name] = 0
+    hit = dump_of(huge)
+    # feedback's voters (3 by default), read from their first READ_CHARS characters, and the query
+    assert read["terms"] <= 3 * READ_CHARS + 200
+    assert len(hit.content) <= LIMIT and hit.content.startswith(LOG_LINE.strip())  # as the index holds it
+    read["normalize"] = 0
+    assert huge.recall("deploy wokrer")  # an unknown word: the short list is rescored for typos
+    assert read["normalize"] <= 20 * (READ_CHARS + 100)
+
+
+def test_a_huge_note_saved_again_since_it_was_indexed_is_read_again_within_the_limit(huge, read):
+    huge.refresh()
+    dump_of(huge)
+    path = huge.root / "memories/Deploy log dump.md"
+    with path.open("a", encoding="utf-8") as note:
+        note.write("INFO deploy worker drained the queue\n")  # saved in place: recall re-reads its short list
+    for name in read:
+        read[name] = 0
+    dump_of(huge)
+    assert read["terms"] < 2 * LIMIT
+
+
+def test_context_and_ask_read_no_more_of_a_huge_note_than_the_index_holds(huge, read, monkeypatch):
+    from vaultmem.recall import READ_CHARS
+    from vaultmem.write.extract import Extractor
+
+    huge.refresh()
+    extracted = []
+    real = Extractor.extract
+    monkeypatch.setattr(Extractor, "extract", lambda self, text, now: extracted.append(len(text)) or real(self, text, now))
+    for name in read:
+        read[name] = 0
+    woven = huge.context("deploy worker queue timeout", budget_tokens=400)
+    assert "Deploy log dump" in {item.title for item in woven.items} and woven.tokens <= 400
+    assert read["plain_text"] <= LIMIT + 1000  # each hit's text once; the dump's is the index's part of it
+    huge.ask("When does the deploy worker restart?")
+    assert extracted and max(extracted) <= READ_CHARS + 100  # on main: the whole note, per ask

@@ -275,7 +275,7 @@ def test_recall_never_returns_a_memory_whose_file_is_gone(vault):
     (vault.root / gone.path).unlink()  # deleted in Obsidian; no refresh yet
     data = note("01JNEVERWRITTEN", "Deploy window is Monday 09:00 for the billing service").encode()
     vault.index.upsert([build_record(data, "memories/never written.md", "memory", "memories", (0, len(data)),
-                                     vault.settings.defaults)])  # a killed batch's early row
+                                     vault.settings.defaults, max_chars=None)])  # a killed batch's early row
     assert [h.id for h in vault.recall("deploy window service")] == [kept.id]
     vault.refresh()  # (recall itself caught up: the deletion changed the folder's time)
     assert not vault.index.select_notes("path IN (?, ?)", (gone.path, "memories/never written.md"))

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..text import terms as text
 from ..text.times import iso_time
+from . import READ_CHARS
 from .context import LEFT_OUT
 from ..errors import VaultmemError
 from ..store.index.snapshot import entity_mentions
@@ -243,24 +244,26 @@ def _margin(score: float, rival: float) -> float:
 
 
 def _candidates(extractor: Extractor, parsed: _Question, hit: Hit) -> list[_Candidate]:
-    """The values one note offers for the question, each with its confidence."""
+    """The values one note offers for the question, each with its confidence (from the beginning of a
+    long note's text: READ_CHARS)."""
     now = _written(hit)
+    said = hit.content[:READ_CHARS]
     if hit.value:
         typed = hit.type in parsed.types or hit.type in _value_types(extractor)  # a `port` note holds a port
         kind = hit.type if typed else _type_of(extractor, hit.value, now)
         fit = _fit(parsed.types, kind) if parsed.types else UNTYPED_FIT if parsed.asks else 0.0
         if fit:
-            where = f"{hit.title} {hit.content}"
+            where = f"{hit.title} {said}"
             weight = _entity_share(parsed, where) * _coverage(parsed, where, hit.tags)
             return [_Candidate(hit.value, kind, fit * weight, "value", hit)] if weight else []
     if not parsed.types:
         return []
     found = []
-    for value in extractor.extract(hit.content, now).values:
+    for value in extractor.extract(said, now).values:
         if value.type in parsed.types:
             # of a text's values, the one the question's words stand with: "Li Wei is on leave Nov 3",
             # not "deploy freeze from Nov 10" two sentences before it
-            where = f"{hit.title} {_sentence(hit.content, value)}"
+            where = f"{hit.title} {_sentence(said, value)}"
             weight = _entity_share(parsed, where) * _coverage(parsed, where, hit.tags)
             if weight:
                 found.append(_Candidate(value.value, value.type, _fit(parsed.types, value.type) * TEXT_SOURCE * weight,

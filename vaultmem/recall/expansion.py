@@ -18,6 +18,7 @@ import numpy as np
 from ..text import scoring
 from ..text import terms as text
 from ..text.scoring import top_k
+from . import READ_CHARS
 from .candidates import Candidates
 
 if TYPE_CHECKING:
@@ -53,8 +54,9 @@ def feedback(snap: Snapshot, docs: Candidates, lexical: np.ndarray, terms: list[
 
 
 def _memory_terms(snap: Snapshot, wanted: np.ndarray, rows: Callable[..., dict | None]) -> list[Counter] | None:
-    """The word terms of these memories' bodies, read once per snapshot (the best memories of
-    one query are often the best of the next); None when the index moved to another generation."""
+    """The word terms of these memories' bodies (their first READ_CHARS characters), read once per snapshot
+    (the best memories of one query are often the best of the next); None when the index moved to another
+    generation."""
     memo = snap.memo.setdefault("memory_terms", {})
     missing = [int(d) for d in wanted if int(d) not in memo]
     if missing:
@@ -64,7 +66,7 @@ def _memory_terms(snap: Snapshot, wanted: np.ndarray, rows: Callable[..., dict |
         if len(memo) + len(missing) > _MEMO_TERMS:
             memo.clear()
         for doc in missing:
-            memo[doc] = Counter(text.terms(found[doc]["body"])) if doc in found else Counter()
+            memo[doc] = Counter(text.terms(found[doc]["body"][:READ_CHARS])) if doc in found else Counter()
     return [memo[int(d)] for d in wanted]
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import episodic, expansion, hindsight
+from . import READ_CHARS, episodic, expansion, hindsight
 from .candidates import Candidates, keep_heap, union
 from .workingset import Entry
 from ..text import scoring
@@ -493,12 +493,13 @@ def _short_list(vault: Store, snap: Snapshot, read: hindsight.Rows, q: Query, do
 
 
 def _fuzzy(query: str, rows: list[dict | None]) -> np.ndarray:
-    """rapidfuzz partial-ratio of the query against each short-listed note (typo tolerance)."""
+    """rapidfuzz partial-ratio of the query against each short-listed note's title and the beginning of
+    its text (typo tolerance)."""
     from rapidfuzz import fuzz
 
     q = text.normalize(query)
-    return np.array([fuzz.partial_ratio(q, text.normalize(r["title"] + " " + r["body"])) / 100.0 if r else 0.0
-                     for r in rows])
+    return np.array([fuzz.partial_ratio(q, text.normalize(r["title"] + " " + r["body"][:READ_CHARS]))
+                     / 100.0 if r else 0.0 for r in rows])
 
 
 def _hit(snap: Snapshot, row: dict[str, Any], parts: dict[str, float], final: float, prior: hindsight.Prior, i: int,

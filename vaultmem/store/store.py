@@ -207,7 +207,8 @@ class Store:
                 idx = self.settings.index
                 cache = usable_cache(self.state / "cache", self.root)  # elsewhere in a read-only vault
                 self._index = Index(cache, self.root, roots, self.state / "devices", self.settings.defaults,
-                                    idx.compact_min, idx.compact_ratio, lock_timeout(idx.lock_timeout))
+                                    self.settings.write.max_text_chars, idx.compact_min, idx.compact_ratio,
+                                    lock_timeout(idx.lock_timeout))
             return self._index
 
     def refresh(self, progress: Callable[[int, int], None] | None = None, force: bool = False,
@@ -247,6 +248,7 @@ class Store:
             if self._index is not None:  # what the open index was given
                 idx = self.settings.index
                 self._index.defaults = self.settings.defaults
+                self._index.max_chars = self.settings.write.max_text_chars
                 self._index.compact_min, self._index.compact_ratio = idx.compact_min, idx.compact_ratio
         return self.settings
 
@@ -288,7 +290,7 @@ class Store:
         st = path.stat()
         kind, role = self.kind_of(path)
         return build_record(data, self.relpath(path), kind, role, (st.st_mtime_ns, st.st_size), self.settings.defaults,
-                            sketch, note)
+                            sketch, note, max_chars=self.settings.write.max_text_chars)
 
     def kind_of(self, path: Path) -> tuple[str, str]:
         """(kind, folder role) of a note in this vault, as the index files it (memory elsewhere)."""

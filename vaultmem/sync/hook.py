@@ -138,7 +138,8 @@ def check_staged(vault: Store) -> HookReport:
         if line is not None:
             report.conflict_markers.append({"path": rel, "line": line})
         kind, role = vault.kind_of(vault.root / rel)
-        r = build_record(data, rel, kind, role, (0, len(data)), vault.settings.defaults)
+        # all of the body, however long: a secret past write.max_text_chars would still be committed
+        r = build_record(data, rel, kind, role, (0, len(data)), vault.settings.defaults, max_chars=None)
         kinds = policy.note_secrets(r.title, r.body, r.value, r.source, r.tags, r.aliases)
         if kinds:
             report.secrets.append({"path": rel, "kinds": kinds})

@@ -214,7 +214,8 @@ class Drafter:
         meta, body = draft.fields()
         draft.data = render_new(meta, body).encode("utf-8")
         draft.record = rendered_record(draft.data, meta, body, f"{draft.folder}/{draft.stem}.md", draft.folder,
-                                       (0, len(draft.data)), self.defaults, draft.keys or None, draft.plain)
+                                       (0, len(draft.data)), self.defaults, draft.keys or None, draft.plain,
+                                       max_chars=self.settings.max_text_chars)
         # one string instead of ~60 dict entries: a batch holds 100,000 of these until the index takes them
         draft.record.terms = encode_terms(draft.record.terms)
 

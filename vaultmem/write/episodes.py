@@ -118,8 +118,9 @@ def index_planned(vault: Store, pool: Executor, plans: list[DayPlan], chunk: int
     from ..store.index.records import unwritten_records
 
     items = [(p.content.encode("utf-8"), vault.relpath(p.path), *vault.kind_of(p.path)) for p in plans]
-    defaults = vault.settings.defaults
-    return [pool.submit(unwritten_records, items[i:i + chunk], defaults) for i in range(0, len(items), chunk)]
+    defaults, max_chars = vault.settings.defaults, vault.settings.write.max_text_chars
+    return [pool.submit(unwritten_records, items[i:i + chunk], defaults, max_chars)
+            for i in range(0, len(items), chunk)]
 
 
 def write_planned(vault: Store, plans: list[DayPlan], jobs: list[Future], records: dict[str, Record], *,
@@ -223,7 +224,8 @@ def _day_record(vault: Store, path: Path, sha: str | None, current: str, content
     if like is not None and like.sha == sha and current.endswith("\n") and content.startswith(current):
         rec = appended_record(like, data, content[len(current):], stat)
     if rec is None:
-        rec = build_record(data, rel, *vault.kind_of(path), stat, vault.settings.defaults)
+        rec = build_record(data, rel, *vault.kind_of(path), stat, vault.settings.defaults,
+                           max_chars=vault.settings.write.max_text_chars)
     if len(known) >= _KNOWN_DAYS:
         known.clear()
     known[rel] = rec

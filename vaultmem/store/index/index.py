@@ -71,12 +71,13 @@ class Index(Freshness, EventFolding, Sidecar):
     """The sidecar of one vault; one instance may be shared by the threads of a process."""
 
     def __init__(self, cache_dir: Path, vault_root: Path, roots: list[ScanRoot], devices_dir: Path,
-                 defaults: NoteDefaults, compact_min: int = 256, compact_ratio: float = 0.02,
+                 defaults: NoteDefaults, max_chars: int, compact_min: int = 256, compact_ratio: float = 0.02,
                  lock_timeout: float = DEFAULT_TIMEOUT):
         self.vault_root = vault_root
         self.roots = roots
         self.devices_dir = devices_dir
         self.defaults = defaults
+        self.max_chars = max_chars  # of a memory's body, what is indexed (write.max_text_chars)
         self.compact_min = compact_min
         self.compact_ratio = compact_ratio
         self._lock = threading.RLock()  # the loaded snapshot's
@@ -238,7 +239,7 @@ class Index(Freshness, EventFolding, Sidecar):
                 conn.execute(f"DELETE FROM {table}")
             conn.execute("DELETE FROM meta WHERE key IN ('generation', 'n_base')")
             sketches: list[list[int]] = []
-            for recs, _ in map_chunks(str(self.vault_root), chunks, self.defaults):
+            for recs, _ in map_chunks(str(self.vault_root), chunks, self.defaults, self.max_chars):
                 first = postings.n_docs
                 for rec in recs:
                     postings.add(rec.terms)
@@ -268,7 +269,7 @@ class Index(Freshness, EventFolding, Sidecar):
         records: list[Record] = []
         restamped: list[tuple[int, int, str]] = []
         done = 0
-        for recs, stamps in map_chunks(root, chunks, self.defaults):
+        for recs, stamps in map_chunks(root, chunks, self.defaults, self.max_chars):
             records.extend(recs)
             restamped.extend(stamps)
             done += len(recs) + len(stamps)

@@ -150,12 +150,16 @@ def _score(value: Any, fallback: float) -> tuple[float, str]:
 
 def build_record(data: bytes, relpath: str, kind: str, folder: str, stat: tuple[int, int],
                  defaults: NoteDefaults, sketch: list[int] | None = None, note: Any = None,
-                 plain: str | None = None, like: Record | None = None) -> Record:
+                 plain: str | None = None, like: Record | None = None, *, max_chars: int | None) -> Record:
     """Parse one file's bytes into a Record; a note that fails to parse is indexed by its raw text.
 
     The write pipeline, which has just rendered the note, passes what it knows: `note` (the
     note.Note of these bytes), `sketch` (its body's near-duplicate keys), `plain` (its body's
     text.plain_text) and `like` (the record of an earlier rendering: see amended_terms).
+    `max_chars` (`write.max_text_chars`; None: all): of a memory's body, the index holds and tokenises
+    the first max_chars characters, its tags and links included. A longer note (written by hand, synced
+    in) then costs indexing and every recall no more than the limit's worth, recall finds and shows that
+    part of it, and doctor names the note.
     """
     name = relpath.rsplit("/", 1)[-1]
     title = name[:-3] if name.endswith(".md") else name
@@ -163,17 +167,20 @@ def build_record(data: bytes, relpath: str, kind: str, folder: str, stat: tuple[
     mtime = stat[0] / 1e9
     from ...notes.note import parse_note  # here, not at the top: recall never parses notes, nor imports YAML
 
+    cut = max_chars if kind == "memory" else None  # a day note grows by a line a memory: it stays whole
     try:
         note = parse_note(data, relpath) if note is None else note
     except NoteFormatError as exc:
         rec.error = str(exc)
         rec.id = synthetic_id(relpath)
-        rec.body = data.decode("utf-8", errors="replace").replace("\x00", "")
+        rec.body = data.decode("utf-8", errors="replace").replace("\x00", "")[:cut]
         rec.ts = mtime
         rec.status = STATUS_BY_FOLDER.get(folder, "active")
         rec.fp = text.fingerprint(rec.body)
         rec.terms = index_terms(rec)
         return rec
+    if cut is not None and len(note.body) > cut:  # its tags and links too: as if the body ended there
+        note, sketch, plain, like = replace(note, body=note.body[:cut]), None, None, None
     plain = _fill_from_note(rec, note.meta, note.body, note.tags, note.aliases, note.links, folder, mtime, defaults,
                             plain, like)
     if kind == "memory":
@@ -183,7 +190,7 @@ def build_record(data: bytes, relpath: str, kind: str, folder: str, stat: tuple[
 
 def rendered_record(data: bytes, meta: dict[str, Any], body: str, relpath: str, folder: str,
                     stat: tuple[int, int], defaults: NoteDefaults, sketch: list[int] | None = None,
-                    plain: str | None = None, like: Record | None = None) -> Record:
+                    plain: str | None = None, like: Record | None = None, *, max_chars: int) -> Record:
     """The record of a memory note vaultmem has just rendered (notes.writing.render_new) from these
     properties and body: what parsing `data` would give, without parsing it. `like`: the record
     of an earlier rendering of the note (before a merge changed its properties)."""
@@ -193,7 +200,8 @@ def rendered_record(data: bytes, meta: dict[str, Any], body: str, relpath: str, 
     note = Note(None, content, meta, body, "\n", True, len(content) - len(body))
     if like is not None and like.body == body and sketch is None:
         sketch = like.sketch  # the same body: the same keys
-    return build_record(data, relpath, "memory", folder, stat, defaults, sketch, note, plain, like)
+    return build_record(data, relpath, "memory", folder, stat, defaults, sketch, note, plain, like,
+                        max_chars=max_chars)
 
 
 def _fill_from_note(rec: Record, meta: dict[str, Any], body: str, tags: list[str], aliases: list[str],
@@ -239,11 +247,13 @@ def _policy_json(policy: Policy) -> str:
     return json.dumps(found, separators=(",", ":"), sort_keys=True) if found else ""
 
 
-def build_records(root: str, items: list[tuple], defaults: NoteDefaults) -> tuple[list[Record], list[tuple]]:
+def build_records(root: str, items: list[tuple], defaults: NoteDefaults, max_chars: int
+                  ) -> tuple[list[Record], list[tuple]]:
     """Read and parse a chunk of files (runs in worker processes for large refreshes).
 
     Args:
         items: (relative path, kind, folder, mtime_ns, size, known sha or "") per file.
+        max_chars: of a longer memory's body, what the index reads (build_record).
     Returns:
         (records of changed files, (mtime_ns, size, path) of files whose bytes did not change).
     """
@@ -257,14 +267,16 @@ def build_records(root: str, items: list[tuple], defaults: NoteDefaults) -> tupl
         if known_sha and known_sha == content_hash(data):
             restamped.append((mtime, size, rel))  # touched, not changed
         else:
-            records.append(build_record(data, rel, kind, folder, (mtime, size), defaults))
+            records.append(build_record(data, rel, kind, folder, (mtime, size), defaults, max_chars=max_chars))
     return records, restamped
 
 
-def unwritten_records(items: list[tuple[bytes, str, str, str]], defaults: NoteDefaults) -> list[Record]:
+def unwritten_records(items: list[tuple[bytes, str, str, str]], defaults: NoteDefaults, max_chars: int
+                      ) -> list[Record]:
     """build_record of each (data, vault path, kind, folder) about to be written, with the stat
     (0, size): the writer sets the mtime once the file exists (worker jobs at the end of a batch)."""
-    return [build_record(data, rel, kind, folder, (0, len(data)), defaults) for data, rel, kind, folder in items]
+    return [build_record(data, rel, kind, folder, (0, len(data)), defaults, max_chars=max_chars)
+            for data, rel, kind, folder in items]
 
 
 def index_terms(rec: Record) -> Counter:

@@ -151,7 +151,7 @@ def look_at(vault_root: str, roots: Sequence[ScanRoot], paths: Iterable[str]
     return files, named
 
 
-def map_chunks(root: str, chunks: list[list[tuple]], defaults: NoteDefaults
+def map_chunks(root: str, chunks: list[list[tuple]], defaults: NoteDefaults, max_chars: int
                ) -> Iterator[tuple[list[Record], list[tuple]]]:
     """build_records over chunks: in worker processes when there is enough work and more than one core."""
     from ..workers import process_pool, worker_count
@@ -159,10 +159,11 @@ def map_chunks(root: str, chunks: list[list[tuple]], defaults: NoteDefaults
     workers = worker_count()
     if workers < 2 or len(chunks) < 4:
         for chunk in chunks:
-            yield build_records(root, chunk, defaults)
+            yield build_records(root, chunk, defaults, max_chars)
         return
     with process_pool(workers, ["vaultmem.store.index.records"]) as pool:
-        yield from pool.map(build_records, [root] * len(chunks), chunks, [defaults] * len(chunks))
+        yield from pool.map(build_records, [root] * len(chunks), chunks, [defaults] * len(chunks),
+                            [max_chars] * len(chunks))
 
 
 __all__ = ["RefreshStats", "ScanRoot", "look_at", "map_chunks", "root_of", "scan_digest", "walk"]

@@ -144,8 +144,9 @@ class InFlight:
             except FileNotFoundError:
                 continue
             items.append((rel, *self.vault.kind_of(path), st.st_mtime_ns, st.st_size, ""))
-        root, defaults = str(self.vault.root), self.vault.settings.defaults
-        return [self.pool.submit(build_records, root, items[i:i + PARSE_CHUNK], defaults)
+        root, settings = str(self.vault.root), self.vault.settings
+        return [self.pool.submit(build_records, root, items[i:i + PARSE_CHUNK], settings.defaults,
+                                 settings.write.max_text_chars)
                 for i in range(0, len(items), PARSE_CHUNK)]
 
     def renamed_titles(self) -> dict[str, str]:

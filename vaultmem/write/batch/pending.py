@@ -192,7 +192,8 @@ class PendingNotes:
             if pending.fields is None:
                 raise VaultmemError(f"{rel}: a new note waiting to be written has neither its record nor its fields")
             pending.record = rendered_record(pending.data, *pending.fields, rel, pending.role, (0, len(pending.data)),
-                                             self.vault.settings.defaults, like=pending.drafted)
+                                             self.vault.settings.defaults, like=pending.drafted,
+                                             max_chars=self.vault.settings.write.max_text_chars)
         return pending.record
 
     def _try_create(self, rel: str, pending: _Pending) -> tuple[int, int] | None:
