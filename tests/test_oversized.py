@@ -216,3 +216,30 @@ def test_context_and_ask_read_no_more_of_a_huge_note_than_the_index_holds(huge, 
     assert read["plain_text"] <= LIMIT + 1000  # each hit's text once; the dump's is the index's part of it
     huge.ask("When does the deploy worker restart?")
     assert extracted and max(extracted) <= READ_CHARS + 100  # on main: the whole note, per ask
+
+
+# -- doctor and lint name a note over the limit ---------------------------------------------------------
+def test_doctor_and_lint_name_a_memory_over_the_limit_with_its_path_and_size(vault):
+    vault.configure("write", max_text_chars=40)
+    written = vault.remember("The deploy window is Tuesday at 22:00 h.")  # 40 characters: at the limit
+    assert vault.doctor().ok
+    (vault.state / "config.yaml").write_text("write:\n  max_text_chars: 40\n", encoding="utf-8")
+    body = "The deploy window moved to Wednesday at 23:00, says ops."
+    write_note(vault, "inbox/Pasted by hand.md", f"---\ntype: fact\n---\n{body}\n")
+    size = len(f"---\ntype: fact\n---\n{body}\n".encode())
+    report = Vault(vault.root).doctor()
+    assert not report.ok
+    assert report.oversized == [{"path": "inbox/Pasted by hand.md", "chars": len(body), "bytes": size, "limit": 40}]
+    assert written.path not in {item["path"] for item in report.oversized}
+    for command in ("doctor", "lint"):
+        done = runner.invoke(app, [command, "--vault", str(vault.root)])
+        assert done.exit_code == 3
+        assert (f"oversized note: inbox/Pasted by hand.md ({len(body)} characters, {size} bytes; over "
+                "write.max_text_chars): only its first 40 characters are indexed and recalled") in done.output
+    found = json.loads(runner.invoke(app, ["lint", "--json", "--vault", str(vault.root)]).output)
+    assert found["oversized"][0]["path"] == "inbox/Pasted by hand.md" and "oversized" in found["fixes"]
+
+
+def test_the_sample_vault_holds_no_note_near_the_limit(sample):
+    assert sample.doctor().oversized == []
+    assert max(len(m.content) for m in sample.list()) < LIMIT / 100

@@ -125,6 +125,9 @@ class DoctorReport:
     secrets: list[dict[str, Any]] = field(default_factory=list)
     # {path, id, expires}: live notes whose `expires` / `valid_until` has passed; found by --strict only
     expired: list[dict[str, Any]] = field(default_factory=list)
+    # {path, chars, bytes, limit}: memories longer than write.max_text_chars (written by hand, synced in), of
+    # which the index holds the first `limit` characters
+    oversized: list[dict[str, Any]] = field(default_factory=list)
     drift: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
@@ -133,7 +136,7 @@ class DoctorReport:
         """True when no problem was found."""
         return not (self.unparsable or self.bad_log_lines or self.duplicate_ids or self.duplicate_memories
                     or self.broken_links or self.conflict_markers or self.sync_conflicts or self.secrets
-                    or self.expired or self.warnings)
+                    or self.expired or self.oversized or self.warnings)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form; `fixes` names the command that folds each kind of finding back."""
@@ -142,14 +145,15 @@ class DoctorReport:
 
 
 FIXES = {"conflict_markers": "vaultmem repair", "sync_conflicts": "vaultmem repair", "duplicate_ids": "vaultmem repair",
-         "expired": "vaultmem forget ID --reason expired (or a later expires)"}
+         "expired": "vaultmem forget ID --reason expired (or a later expires)",
+         "oversized": "split the note into several memories (or raise write.max_text_chars)"}
 EXPIRY_KEYS = ("expires", "valid_until")  # a note's last day of validity (a date: through that day)
 
 
 def doctor(vault: Store, strict: bool = False) -> DoctorReport:
     """Notes that cannot be parsed, duplicate ids and memories, missing ids, broken links, conflict
-    markers, sync-conflict copies and index drift; `strict` (for CI and pre-commit hooks) also reads
-    every note for secrets with the vault's policy."""
+    markers, sync-conflict copies, memories over the text limit and index drift; `strict` (for CI and
+    pre-commit hooks) also reads every note for secrets with the vault's policy."""
     report = DoctorReport(drift=_drift(vault))
     vault.refresh()
     report.warnings += [f"the index was damaged ({damage}); it has been rebuilt from the notes"
@@ -168,6 +172,7 @@ def doctor(vault: Store, strict: bool = False) -> DoctorReport:
     report.conflict_markers = [{"path": r["path"], "line": line} for r in rows
                                if (line := conflict_marker_line(r["body"])) is not None]
     report.sync_conflicts = sorted(r["path"] for r in rows if is_sync_conflict_copy(r["path"]))
+    report.oversized = _oversized(vault, rows)
     report.bad_log_lines = _bad_log_lines(vault)
     if strict:
         report.secrets = _secrets(vault, rows)
@@ -190,6 +195,32 @@ def _secrets(vault: Store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         kinds = policy.note_secrets(r["title"], r["body"], r["value"], r["source"], r["tags"], r["aliases"])
         if kinds:
             found.append({"path": r["path"], "kinds": kinds})
+    return found
+
+
+def _oversized(vault: Store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The memories whose text is longer than write.max_text_chars, as the write pipeline counts it (the
+    index holds their beginning only). A file of no more bytes than that holds no more characters, so
+    only larger files are read."""
+    from ..errors import NoteFormatError
+    from ..notes.note import parse_note
+
+    limit = int(vault.settings.write.max_text_chars)
+    found = []
+    for r in rows:
+        if r["kind"] != "memory" or r["size"] <= limit:
+            continue
+        try:
+            data = (vault.root / r["path"]).read_bytes()
+        except OSError:
+            continue
+        try:
+            body = parse_note(data, r["path"]).body
+        except NoteFormatError:
+            body = data.decode("utf-8", errors="replace")
+        chars = len(body.strip())
+        if chars > limit:
+            found.append({"path": r["path"], "chars": chars, "bytes": len(data), "limit": limit})
     return found
 
 

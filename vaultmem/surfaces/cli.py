@@ -560,6 +560,10 @@ def _print_report(report) -> None:
         say(f"secret ({', '.join(item['kinds'])}) in {item['path']}", style="warn")
     for item in report.expired:
         say(f"expired ({item['expires']}): {item['path']} (vaultmem forget {item['id']} --reason expired)", style="warn")
+    for item in report.oversized:
+        say(f"oversized note: {item['path']} ({item['chars']:,} characters, {item['bytes']:,} bytes; over "
+            f"write.max_text_chars): only its first {item['limit']:,} characters are indexed and recalled "
+            "(split it into several memories)", style="warn")
     for path in report.missing_ids:
         say(f"no id (found by path until it has one): {path}")
     for warning in report.warnings:
