@@ -24,6 +24,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from . import READ_CHARS
 from ..text import terms as text
 from ..errors import VaultmemError
 
@@ -147,7 +148,7 @@ def _distinct(hits: list[Hit], likeness: float) -> list[Hit]:
     kept: dict[tuple[str, ...], list[tuple[str, set[str]]]] = {}  # by numbers: a restatement has the same
     distinct = []
     for hit in hits:
-        plain = text.plain_text(hit.content)
+        plain = text.plain_text(_said(hit))
         words, numbers = words_and_numbers(plain)
         same_numbers = kept.setdefault(tuple(numbers), [])
         if not any(plain == other or (likeness < 1 and (words <= other_words or other_words <= words) and
@@ -193,14 +194,21 @@ def _item(run: list[Hit], keep: float = 1.0) -> ContextItem:
     if len(run) == 1:
         date = best.timestamp[:10]
         return ContextItem(id=best.id, title=best.title, path=best.path, source=best.source, date=date,
-                           text=_cut(best.content, keep), score=best.final, first=date, last=date, ids=[best.id])
+                           text=_cut(_said(best), keep), score=best.final, first=date, last=date, ids=[best.id])
     by_time = sorted(run, key=lambda h: h.timestamp)
     first, last = by_time[0], by_time[-1]
     sources = "/".join(dict.fromkeys(h.source or "unknown" for h in by_time))
-    shown = f"{_cut(first.content, keep)} {_ELLIPSIS} {_cut(last.content, keep)} ({len(run)} times)"
+    shown = f"{_cut(_said(first), keep)} {_ELLIPSIS} {_cut(_said(last), keep)} ({len(run)} times)"
     return ContextItem(id=last.id, title=last.title, path=last.path, source=sources, date=last.timestamp[:10],
                        text=shown, score=best.final, count=len(run), first=first.timestamp[:10],
                        last=last.timestamp[:10], ids=[h.id for h in run])
+
+
+def _said(hit: Hit) -> str:
+    """What a context weaves of a hit: its text, of a long one its first READ_CHARS characters and "…"
+    (more than any budget but a huge one holds; a whole huge note would be shortened over and over)."""
+    content = hit.content
+    return content if len(content) <= READ_CHARS else content[:READ_CHARS] + _ELLIPSIS
 
 
 def _cut(content: str, keep: float) -> str:
@@ -235,7 +243,7 @@ def _fit(runs: list[list[Hit]], budget: int) -> tuple[list[ContextItem], int]:
 def _shortened(run: list[Hit], room: int) -> ContextItem | None:
     """The run's line with its texts cut as little as lets it fit `room` tokens (a binary search
     over the share kept), or None when even a stub does not fit."""
-    shortest = min(len(text.shown_text(h.content)) for h in run)
+    shortest = min(len(text.shown_text(_said(h))) for h in run)
     low, high, best = 0.0, 1.0, None
     for _ in range(12):  # 1/4096 of the text: finer than one character of any note a budget holds
         keep = (low + high) / 2
