@@ -28,6 +28,16 @@ def test_recall_benchmark_smoke_writes_every_figure(tmp_path):
         assert isinstance(figures[key], (int, float)) and figures[key] > 0, key
 
 
+def test_bignote_benchmark_smoke_measures_both_vaults_and_the_refused_paste(tmp_path):
+    figures = smoke("bignote.py", tmp_path / "bignote.json")
+    for side in ("without", "with"):
+        for key in ("index_cold_cpu_s", "recall_p50_ms", "recall_cpu_ms", "context_mean_ms", "ask_mean_ms",
+                    "cli_recall_deploy_cpu_s"):
+            assert isinstance(figures[side][key], (int, float)) and figures[side][key] > 0, (side, key)
+    assert figures["with"]["recalls_with_dump"] > 0 and figures["without"]["recalls_with_dump"] == 0
+    assert figures["remember_pasted"]["exit_code"] == 1
+
+
 @pytest.mark.skipif(not LOCOMO.exists(), reason="the LoCoMo data is not beside this checkout (../shared/data)")
 def test_locomo_benchmark_smoke_writes_both_systems(tmp_path):
     figures = smoke("locomo.py", tmp_path / "locomo.json")
