@@ -51,7 +51,13 @@ def _cpu_s(*who: int) -> float:
 
 
 def _peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """This process's peak resident memory: VmHWM, which starts again at exec (ru_maxrss would carry this
+    script's parent's, which read the dump, over into the phase it starts)."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return int(next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1]) / 1024
 
 
 # -- phases: each runs in a fresh process and prints one JSON object ------------------------------

@@ -48,7 +48,7 @@ write:
   episodes: true          # each write adds a line to episodes/YYYY-MM-DD.md
   stage_trust: [external] # writes of this trust land in inbox/ as candidates (`vaultmem confirm ID` promotes)
   max_text_chars: 100000  # the longest text a memory may have, in characters: a longer one is refused, nothing written;
-                          # of a longer note (written by hand, synced in) the index and recall read this many (doctor names it)
+                          # of a longer note (written by hand, synced in) the index reads this many; doctor names it
 
 # Half-life of a memory's strength in hours, by `lifecycle` (null = never decays).
 half_life_hours:
