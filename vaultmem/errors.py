@@ -13,6 +13,16 @@ class InvalidValue(VaultmemError, ValueError):
     """A value given to vaultmem cannot be used (a ValueError too, for code that catches those)."""
 
 
+class NotText(InvalidValue):
+    """Input that is not UTF-8 text: a byte that is not UTF-8, or a lone surrogate no file can hold.
+    `where` names the input, `offset` is where it stops being text; nothing was written."""
+
+    def __init__(self, where: str, offset: int, problem: str, hint: str = ""):
+        self.where = where
+        self.offset = offset
+        super().__init__(f"{where} is not UTF-8 text: {problem}; nothing was written" + (f" ({hint})" if hint else ""))
+
+
 class VaultNotFound(VaultmemError):
     """No vault was named, or the named folder is not a vault."""
 
@@ -82,5 +92,6 @@ class WatchLimit(VaultmemError):
         super().__init__(message)
 
 
-__all__ = ["AmbiguousNote", "ConfigError", "IndexDamaged", "InvalidValue", "NoteFormatError", "NoteNotFound",
-           "PolicyViolation", "UnsafePath", "VaultNotFound", "VaultmemError", "WatchLimit", "WriteConflict"]
+__all__ = ["AmbiguousNote", "ConfigError", "IndexDamaged", "InvalidValue", "NoteFormatError",
+           "NoteNotFound", "NotText", "PolicyViolation", "UnsafePath", "VaultNotFound", "VaultmemError", "WatchLimit",
+           "WriteConflict"]

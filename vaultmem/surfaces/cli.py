@@ -15,8 +15,8 @@ import typer
 from typer.core import TyperGroup
 
 from .console import (IDS, JSON, RECALL_OPTIONS, REMEMBER_OPTIONS, TAG, VAULT, Opt, check_lifecycle,
-                      error_message, open_vault, print_json, reader_left, recall_command, remember_command,
-                      report_error, say, version_line)
+                      error_message, open_vault, print_json, read_stdin, reader_left, recall_command,
+                      remember_command, report_error, say, version_line)
 from ..errors import VaultmemError
 
 EXIT_ERROR = 1
@@ -208,14 +208,7 @@ def remember(
 def _remember_batch(vault, batch: str, json_out: bool, explain: bool) -> None:
     from .. import read_jsonl
 
-    if batch == "-":
-        lines = sys.stdin.read().splitlines()
-    else:
-        path = Path(batch)
-        if not path.is_file():
-            raise VaultmemError(f"{batch}: no such file")
-        lines = path.read_text(encoding="utf-8").splitlines()
-    items = list(read_jsonl(lines))
+    items = list(read_jsonl(_batch_text(batch).splitlines()))
     for number, item in enumerate(items, 1):
         lifecycle = item.get("lifecycle")
         check_lifecycle(vault.settings, lifecycle if lifecycle is None else str(lifecycle), f"item {number}: lifecycle")
@@ -237,6 +230,21 @@ def _remember_batch(vault, batch: str, json_out: bool, explain: bool) -> None:
     else:
         say(f"{len(results)} memories: {counts['created']} created, {counts['merged']} merged, "
             f"{counts['unchanged']} unchanged")
+
+
+def _batch_text(batch: str) -> str:
+    """The text of --batch FILE ('-': stdin), UTF-8 as JSON is (NotText otherwise)."""
+    from .. import decode_text
+
+    if batch == "-":
+        return read_stdin()
+    path = Path(batch)
+    if path.is_dir():
+        raise VaultmemError(f"{batch} is a directory; --batch takes a JSON-lines file, one memory an object")
+    try:  # read, not checked to be a regular file: a pipe (`--batch <(…)`) is a batch too
+        return decode_text(path.read_bytes(), batch)
+    except FileNotFoundError:
+        raise VaultmemError(f"{batch}: no such file") from None
 
 
 @app.command()

@@ -243,7 +243,7 @@ def remember_command(text: str | None, tag: list[str] | None, source: str | None
     last recall, refresh or watcher pass; `--refresh` rescans first.
     """
     if text == "-":  # `echo … | vaultmem remember -`, as cat and git read stdin
-        text = sys.stdin.read()
+        text = read_stdin()
     if not text or not text.strip():
         raise VaultmemError("nothing to remember: give a TEXT ('-' reads it from stdin) or --batch FILE")
     v = open_vault(vault)
@@ -259,6 +259,14 @@ def remember_command(text: str | None, tag: list[str] | None, source: str | None
     say(f"{result.action}: {result.path} ({result.id})")
     if explain:
         _print_explain(result)
+
+
+def read_stdin() -> str:
+    """All of stdin as UTF-8 text, whatever the locale says (notes and JSON lines are UTF-8); NotText
+    naming the first byte that is not."""
+    from .. import decode_text
+
+    return decode_text(sys.stdin.buffer.read(), "stdin")
 
 
 def _print_explain(result) -> None:
@@ -380,5 +388,5 @@ def guarded(fn, *args: Any, json_out: bool = False, **kwargs: Any) -> int:
 
 __all__ = ["HIDDEN_FLAGS", "IDS", "JSON", "LIMIT", "Opt", "RECALL_OPTIONS", "REMEMBER_OPTIONS", "TAG", "VAULT",
            "VAULT_ENV", "check_lifecycle", "colour", "error_message", "fast_recall", "fast_remember",
-           "given_vault", "guarded", "one_blas_thread", "open_vault", "print_json", "reader_left", "recall_command",
-           "remember_command", "report_error", "say", "terminal_safe", "version_line"]
+           "given_vault", "guarded", "one_blas_thread", "open_vault", "print_json", "read_stdin", "reader_left",
+           "recall_command", "remember_command", "report_error", "say", "terminal_safe", "version_line"]

@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from ..errors import VaultmemError
+from ..text.encoding import decode_text
 
 if TYPE_CHECKING:
     from ..store.store import Store
@@ -84,18 +85,21 @@ def import_source(vault: Store, source: Path, namespace: str | None = None) -> d
                         "folder of Markdown notes")
 
 
-def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise VaultmemError(f"{path}, line {number}: not JSON ({error.msg})") from None
-            if not isinstance(record, dict) or record.get("schema") != EXPORT_SCHEMA:
-                raise VaultmemError(f"{path}, line {number}: not a {EXPORT_SCHEMA} record")
-            yield record
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Every record of an export, read whole before the first is restored: a bad line (not UTF-8, not
+    JSON, not a record) is an error with nothing written."""
+    records = []
+    for number, line in enumerate(decode_text(path.read_bytes(), str(path)).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise VaultmemError(f"{path}, line {number}: not JSON ({error.msg}); nothing was imported") from None
+        if not isinstance(record, dict) or record.get("schema") != EXPORT_SCHEMA:
+            raise VaultmemError(f"{path}, line {number}: not a {EXPORT_SCHEMA} record; nothing was imported")
+        records.append(record)
+    return records
 
 
 def import_export(vault: Store, records: Iterable[dict[str, Any]]) -> dict[str, int]:
@@ -161,7 +165,7 @@ def import_hermes(vault: Store, files: list[Path], namespace: str | None = None)
     items = []
     for path in files:
         target = HERMES_FILES[path.name]
-        for entry in path.read_text(encoding="utf-8").split(HERMES_SEPARATOR):
+        for entry in decode_text(path.read_bytes(), str(path)).split(HERMES_SEPARATOR):
             if entry.strip():
                 items.append({"text": entry.strip(), "source": HERMES_SOURCE, "tags": [f"hermes/{target}"],
                               "lifecycle": "preference" if target == "user" else "fact",
@@ -179,11 +183,11 @@ def import_markdown(vault: Store, folder: Path, namespace: str | None = None) ->
     for path in sorted(folder.rglob("*.md")):
         if any(part.startswith(".") for part in path.relative_to(folder).parts):
             continue  # .obsidian/, .git/, .trash/
+        note = decode_text(path.read_bytes(), str(path))
         try:
-            note = path.read_text(encoding="utf-8")
             handler = next((h for h in handlers if h.detect(note)), None)
             post = frontmatter.loads(note, handler=handler) if handler else frontmatter.Post(note)
-        except (UnicodeDecodeError, ValueError, VaultmemError) as error:
+        except (ValueError, VaultmemError) as error:
             raise VaultmemError(f"{path}: cannot be read as a Markdown note ({error}); nothing was imported") from None
         if not isinstance(post.metadata, dict):
             post.metadata = {}
