@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import VaultmemError
-from ..store.files import sync_files
+from ..store.files import file_mode, sync_files
 from ..store.index.records import content_hash, given_epoch, tag_term
 from ..text import terms as text
 from ..write.episodes import append_episodes
@@ -236,7 +236,7 @@ def relocate(vault: Store, rows: list[dict[str, Any]], folder: Path, changes: Ca
             skipped.append({"id": row["id"], "path": row["path"], "why": "edited since it was indexed"})
             continue
         new_text = update_fields(parse_note(data, row["path"]), changes(row))
-        copies.append((row, src, data, _create(vault, folder, src.stem, new_text.encode("utf-8"), taken)))
+        copies.append((row, src, data, _create(vault, folder, src, new_text.encode("utf-8"), taken)))
     if copies:
         sync_files([dst for *_, dst in copies])  # one flush for every copy: from here a crash leaves a note twice, never nowhere
     moved = []
@@ -250,9 +250,10 @@ def relocate(vault: Store, rows: list[dict[str, Any]], folder: Path, changes: Ca
     return moved, skipped
 
 
-def _create(vault: Store, folder: Path, stem: str, data: bytes, taken: set[str]) -> Path:
-    """Create the note under the first free readable name (`stem.md`, `stem 2.md`, …)."""
-    name, _ = vault.create_numbered(folder, stem, data, durable=False, skip=lambda n: n.lower() in taken)
+def _create(vault: Store, folder: Path, src: Path, data: bytes, taken: set[str]) -> Path:
+    """Create a moved note under the first free readable name (`stem.md`, `stem 2.md`, …), with its mode."""
+    name, _ = vault.create_numbered(folder, src.stem, data, durable=False, skip=lambda n: n.lower() in taken,
+                                    mode=file_mode(src))
     taken.add(name.lower())
     return folder / name
 

@@ -375,10 +375,12 @@ class Store:
         if str(folder) not in self._safe_dirs:
             self._checked(folder)
 
-    def create_note(self, folder: Path, name: str, data: bytes, *, durable: bool = True) -> os.stat_result:
+    def create_note(self, folder: Path, name: str, data: bytes, *, durable: bool = True,
+                    mode: int | None = None) -> os.stat_result:
         """Write a new note `name` into a vault folder, never over an existing file (WriteConflict).
 
         The batch writer's path: the folder is checked once, the name must be a plain file name.
+        `mode`: the file's permission bits (a note moved to another folder keeps its own).
         """
         if not name or name in (".", "..") or "/" in name or os.sep in name or "\x00" in name:
             raise UnsafePath(f"{name!r} is not a plain file name")
@@ -386,12 +388,13 @@ class Store:
         if where not in self._safe_dirs:
             self._checked(folder / name, creating=True)
         try:
-            return atomic_write(f"{where}{os.sep}{name}", data, durable=durable, exclusive=True)
+            return atomic_write(f"{where}{os.sep}{name}", data, durable=durable, exclusive=True, mode=mode)
         except FileExistsError:
             raise WriteConflict(folder / name) from None
 
     def create_numbered(self, folder: Path, stem: str, data: bytes, *, durable: bool = True, first: int = 0,
-                        skip: Callable[[str], bool] | None = None) -> tuple[str, os.stat_result]:
+                        skip: Callable[[str], bool] | None = None, mode: int | None = None
+                        ) -> tuple[str, os.stat_result]:
         """Write a new note under the first free readable name from the `first`-th on (`stem.md`,
         `stem 2.md` …) that `skip` does not rule out; never over an existing file. The one loop for
         "the next free numbered name". Returns (the name, the file's stat)."""
@@ -402,7 +405,7 @@ class Store:
             if skip is not None and skip(name):
                 continue
             try:
-                return name, self.create_note(folder, name, data, durable=durable)
+                return name, self.create_note(folder, name, data, durable=durable, mode=mode)
             except WriteConflict:  # taken, or made by someone meanwhile: the next number
                 continue
         raise VaultmemError(f"no free file name for {stem!r} in {folder}")
