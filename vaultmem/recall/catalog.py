@@ -40,8 +40,13 @@ class Memory:
     error: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return asdict(self)
+        """JSON-ready form (the properties' times in ISO 8601, as the note writes them)."""
+        data = asdict(self)
+        if self.meta:  # read from the file (show); a listed note has none, and `list` needs no note parser
+            from ..notes.note import json_ready
+
+            data["meta"] = json_ready(self.meta)
+        return data
 
 
 def memory_from_row(row: dict[str, Any], meta: dict[str, Any] | None = None) -> Memory:

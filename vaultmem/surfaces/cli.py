@@ -419,15 +419,28 @@ def show(ref: Annotated[str, typer.Argument(metavar="REF", help="An id, a vault 
       客户张三合同编号 CT2024-0876
     """
     memory = open_vault(vault).get(ref)
+    shown = memory.to_dict()
     if json_out:
-        print_json(memory.to_dict())
+        print_json(shown)
         return
     say(memory.title, style="title")
     say(f"{memory.path}  id={memory.id}  status={memory.status}", style="dim")
-    for key, value in memory.meta.items():
-        say(f"  {key}: {value}")
+    for key, value in shown["meta"].items():
+        said = _property(value)
+        say(f"  {key}:{' ' + said if said else ''}")
     say("")
     say(memory.content.strip())
+
+
+def _property(value) -> str:
+    """A property (JSON-ready) as YAML says it: lists in brackets, true/false, nothing for null."""
+    if isinstance(value, list):
+        return "[" + ", ".join(map(_property, value)) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{key}: {_property(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
 
 
 @app.command("list")

@@ -30,7 +30,7 @@ def export_records(vault: Store) -> Iterator[dict[str, Any]]:
     """One record per note the index knows, in path order: its path, kind, id, properties, body and
     whole text (the bytes, as UTF-8), so that import_export restores it exactly. A note that is no
     UTF-8 text keeps its path and an `error`, not its bytes."""
-    from ..notes.note import parse_note
+    from ..notes.note import json_ready, parse_note
 
     vault.refresh()
     for row in sorted(vault.index.select_notes(), key=lambda r: r["path"]):
@@ -46,23 +46,10 @@ def export_records(vault: Store) -> Iterator[dict[str, Any]]:
             continue
         try:
             note = parse_note(data)
-            record.update(meta=_jsonable(note.meta), body=note.body)
+            record.update(meta=json_ready(note.meta), body=note.body)
         except VaultmemError as error:
             record["error"] = str(error)
         yield {**record, "text": text}
-
-
-def _jsonable(value: Any) -> Any:
-    """Properties as JSON can hold them: times as ISO 8601, everything else as it is or as text."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (dt.date, dt.datetime)):
-        return value.isoformat()
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return str(value)
 
 
 # -- import -----------------------------------------------------------------------------------------
