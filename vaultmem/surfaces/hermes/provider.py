@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -406,8 +407,12 @@ def fenced(block: str) -> str:
     cannot close the fence early (its tag inside the text is defused)."""
     if not block.strip():
         return ""
-    safe = block.replace(f"<{FENCE}", f"<\u200b{FENCE}").replace(f"</{FENCE}", f"</\u200b{FENCE}")
+    safe = _FENCE_TAG.sub(lambda m: f"<{m[1]}\u200b{m[2]}", block)
     return f"<{FENCE}>\n{RECALL_NOTE}\n{safe}\n</{FENCE}>"
+
+
+# the fence's tag in any case and spacing a model could read as it (`</VAULTMEM-RECALL>`, `< /vaultmem-recall`)
+_FENCE_TAG = re.compile(rf"<([\s/]{{0,8}})({re.escape(FENCE)})", re.IGNORECASE)
 
 
 def _mirrored(vault: Any, tag: str, namespace: str, old_text: str) -> list[Any]:
