@@ -64,6 +64,9 @@ def test_the_vault_comes_from_the_environment(tmp_path):
     (["show", "NOPE", "--vault", "{vault}"], "no note matches"),
     (["remember", "--batch", "missing.jsonl", "--vault", "{vault}"], "no such file"),
     (["recall", "x", "--since", "yesterday-ish", "--vault", "{vault}"], "invalid date"),
+    (["forget", "--reason", "gone", "--vault", "{vault}"],
+     "say what to forget: give ID, --tag, --query, --since, --until or --source"),
+    (["forget", "--reason", " ", "--tag", "x", "--vault", "{vault}"], "give --reason TEXT"),
 ])
 def test_errors_are_one_sentence_and_a_nonzero_exit(tmp_path, args, message):
     root = str(tmp_path / "v")

@@ -370,6 +370,13 @@ def test_the_fence_tag_is_defused_in_any_case_and_spacing(home, tag):
     provider.shutdown()
 
 
+def test_a_forget_without_a_selector_names_the_tools_parameters_not_cli_flags(home):
+    provider = started(home)
+    said = call(provider, "vault_forget", reason="contract ended")["error"]
+    assert said == "say what to forget: give ids, tags or query"
+    provider.shutdown()
+
+
 # -- against the real hermes-agent 0.19.0 --------------------------------------------------------------
 @pytest.fixture(scope="session")
 def hermes_venv() -> Path:

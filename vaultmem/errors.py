@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 
@@ -21,6 +22,22 @@ class NotText(InvalidValue):
         self.where = where
         self.offset = offset
         super().__init__(f"{where} is not UTF-8 text: {problem}; nothing was written" + (f" ({hint})" if hint else ""))
+
+
+class MissingArgument(InvalidValue):
+    """A call lacks what it needs: one of `names`, its parameters as the Python API calls them. A
+    surface names its own (a flag, a tool's parameter) with `said`."""
+
+    def __init__(self, what: str, names: Sequence[str]):
+        self.what = what
+        self.names = tuple(names)
+        super().__init__(self.said({name: name for name in self.names}))
+
+    def said(self, spelling: Mapping[str, str]) -> str:
+        """The message with each parameter as `spelling` writes it; one it does not name is left out."""
+        given = [spelling[name] for name in self.names if name in spelling]
+        listed = ", ".join(given[:-1]) + " or " + given[-1] if len(given) > 1 else "".join(given)
+        return f"{self.what}: give {listed}" if listed else self.what
 
 
 class VaultNotFound(VaultmemError):
@@ -92,6 +109,6 @@ class WatchLimit(VaultmemError):
         super().__init__(message)
 
 
-__all__ = ["AmbiguousNote", "ConfigError", "IndexDamaged", "InvalidValue", "NoteFormatError",
+__all__ = ["AmbiguousNote", "ConfigError", "IndexDamaged", "InvalidValue", "MissingArgument", "NoteFormatError",
            "NoteNotFound", "NotText", "PolicyViolation", "UnsafePath", "VaultNotFound", "VaultmemError", "WatchLimit",
            "WriteConflict"]

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import VaultmemError
+from ..errors import MissingArgument, VaultmemError
 from ..store.files import file_mode, sync_files
 from ..store.index.records import content_hash, given_epoch, tag_term
 from ..text import terms as text
@@ -100,14 +100,14 @@ def forget_where(vault: Store, selection: Selection, reason: str, *, dry_run: bo
                  now: float | None = None) -> Forgotten:
     """Archive (or with hard, delete) every memory the selection matches, with the reason audited.
 
-    Raises VaultmemError without a reason or a selector, UnsafePath for an id that is a path out of
+    Raises MissingArgument without a reason or a selector, UnsafePath for an id that is a path out of
     the vault, NoteNotFound for an id that names no note.
     """
     reason = _one_line(reason)
     if not reason:
-        raise VaultmemError("a forget needs a reason (--reason TEXT): the audit log keeps it")
+        raise MissingArgument("a forget needs a reason, kept in the audit log", ["reason"])
     if selection.empty():
-        raise VaultmemError("say what to forget: ids, --tag, --query, --since/--until or --source")
+        raise MissingArgument("say what to forget", ["ids", "tags", "query", "since", "until", "source"])
     with writing(vault, dry_run):
         vault.index.catch_up()
         rows = select(vault, selection)

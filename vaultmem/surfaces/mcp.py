@@ -33,7 +33,7 @@ except ImportError:  # no SDK either: main() says which extra to install
 
 from .. import Memory
 from .console import VAULT_ENV, error_message, one_blas_thread, open_vault
-from ..errors import NoteNotFound, VaultmemError
+from ..errors import MissingArgument, NoteNotFound, VaultmemError
 
 DISTRIBUTION = "vaultmem-md"  # the name on PyPI, where `vaultmem` is an unrelated project
 MISSING_EXTRA = f"the MCP server needs the 'mcp' extra: pip install '{DISTRIBUTION}[mcp]'"
@@ -262,12 +262,15 @@ def _sdk() -> tuple[Any, ...]:
 
 
 @contextmanager
-def _errors(error: type[Exception], not_found: type[Exception] | None = None):
-    """A library error (or a refused disk write) as the SDK's error that carries its message."""
+def _errors(error: type[Exception], not_found: type[Exception] | None = None, takes: tuple[str, ...] = ()):
+    """A library error (or a refused disk write) as the SDK's error that carries its message; one that
+    misses an argument names those of the tool's parameters (`takes`) that would do."""
     try:
         yield
     except NoteNotFound as exc:
         raise (not_found or error)(str(exc)) from None
+    except MissingArgument as exc:
+        raise error(exc.said({name: name for name in takes})) from None
     except (VaultmemError, OSError) as exc:
         raise error(error_message(exc).removeprefix("Error: ")) from None
 
@@ -377,7 +380,7 @@ def build_server(vault: Any, default_source: str = DEFAULT_SOURCE, warm: bool = 
         """Archive the memories matching every selector given (at least one): moved to archive/ with status
         archived, audited with the reason; recall no longer finds them, `vaultmem restore ID` brings one back.
         Only memories recall can see (shared and this server's own namespace); nothing is deleted."""
-        with _errors(ToolError):
+        with _errors(ToolError, takes=("reason", "ids", "tags", "query")):
             return vault.forget_where(ids=ids, tags=tags, query=query, namespace=None, reason=reason,
                                       dry_run=dry_run).to_dict()
 

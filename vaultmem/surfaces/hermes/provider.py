@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ...errors import VaultmemError
+from ...errors import MissingArgument, VaultmemError
 from . import settings as cfg
 from .turns import TurnWorker, called_tool, paragraphs
 
@@ -261,6 +261,8 @@ class VaultmemProvider:
             return _error("the tool's arguments must be a JSON object")
         try:
             return json.dumps(handler(args), ensure_ascii=False)
+        except MissingArgument as exc:  # named as this tool's parameters, not the API's or the CLI's
+            return _error(exc.said({name: name for name in _parameters(tool_name)}))
         except VaultmemError as exc:
             return _error(str(exc))
         except Exception as exc:  # a tool result, never a traceback in the conversation
@@ -427,6 +429,12 @@ def _can_create(path: Path) -> bool:
         if parent.exists():
             return parent.is_dir() and os.access(parent, os.W_OK | os.X_OK)
     return False
+
+
+def _parameters(tool_name: str) -> list[str]:
+    """The parameters of one of the tools, from its schema."""
+    return [name for schema in TOOL_SCHEMAS if schema["name"] == tool_name
+            for name in schema["parameters"]["properties"]]
 
 
 def _text_arg(args: dict[str, Any], key: str) -> str:
