@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -65,8 +66,10 @@ def repository(vault: Vault) -> Path:
 
 
 def driver_command() -> str:
-    """The merge driver as git runs it: this interpreter, so a GUI client without the venv on PATH works."""
-    return f'"{sys.executable}" -m vaultmem merge-driver %O %A %B %P'
+    """The merge driver as git runs it: this interpreter, so a GUI client without the venv on PATH works.
+    Git hands the line to a shell: the path is quoted for one as the pre-commit hook's is (a space, a `$`
+    or a quote in it stays part of the path)."""
+    return f"{shlex.quote(sys.executable)} -m vaultmem merge-driver %O %A %B %P"
 
 
 def driver_configured(repo: Path) -> bool:
