@@ -297,12 +297,18 @@ HERMES_CALLS = {
 }
 
 
-def test_every_hermes_tool_keeps_the_boundary(tmp_path, monkeypatch):
+def _alice_in_hermes(tmp_path: Path, monkeypatch) -> tuple[VaultmemProvider, Path]:
+    """A started Hermes provider whose agent is `alice`, and its Hermes home."""
     home = tmp_path / "hermes-home"
     home.mkdir()
     monkeypatch.setenv("HERMES_HOME", str(home))
     provider = VaultmemProvider()
     provider.initialize("s1", hermes_home=str(home), platform="cli", agent_context="primary", agent_identity="alice")
+    return provider, home
+
+
+def test_every_hermes_tool_keeps_the_boundary(tmp_path, monkeypatch):
+    provider, home = _alice_in_hermes(tmp_path, monkeypatch)
     bobs = Bobs(Vault(home / "vaultmem"))
     names = {s["name"] for s in provider.get_tool_schemas()}
     assert names == set(HERMES_CALLS), f"say how these keep the namespace boundary: {names ^ set(HERMES_CALLS)}"
@@ -350,11 +356,7 @@ def test_the_person_who_starts_the_server_raises_its_trust(vault):
 
 
 def test_hermes_writes_at_the_trust_the_policy_gives_hermes(tmp_path, monkeypatch):
-    home = tmp_path / "hermes-home"
-    home.mkdir()
-    monkeypatch.setenv("HERMES_HOME", str(home))
-    provider = VaultmemProvider()
-    provider.initialize("s1", hermes_home=str(home), platform="cli", agent_context="primary", agent_identity="alice")
+    provider, home = _alice_in_hermes(tmp_path, monkeypatch)
     made = json.loads(provider.handle_tool_call("vault_remember", {"content": "Standups move to 10:00"}))
     provider.shutdown()
     assert Vault(home / "vaultmem").get(made["id"]).meta["trust"] == "agent"
