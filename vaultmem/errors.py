@@ -92,6 +92,15 @@ class PolicyViolation(VaultmemError):
     """The write policy refused this memory."""
 
 
+class NamespaceDenied(VaultmemError):
+    """A caller confined to its namespace named another one (store/caller.py)."""
+
+
+class OwnerOnly(VaultmemError):
+    """An operation over the whole vault (doctor, repair, gc, sync, hooks) asked by a caller confined
+    to its namespace: it is the vault owner's."""
+
+
 class ConfigError(VaultmemError):
     """The vault's config.yaml is invalid."""
 
@@ -109,6 +118,6 @@ class WatchLimit(VaultmemError):
         super().__init__(message)
 
 
-__all__ = ["AmbiguousNote", "ConfigError", "IndexDamaged", "InvalidValue", "MissingArgument", "NoteFormatError",
-           "NoteNotFound", "NotText", "PolicyViolation", "UnsafePath", "VaultNotFound", "VaultmemError", "WatchLimit",
-           "WriteConflict"]
+__all__ = ["AmbiguousNote", "ConfigError", "IndexDamaged", "InvalidValue", "MissingArgument", "NamespaceDenied",
+           "NoteFormatError", "NoteNotFound", "NotText", "OwnerOnly", "PolicyViolation", "UnsafePath", "VaultNotFound",
+           "VaultmemError", "WatchLimit", "WriteConflict"]

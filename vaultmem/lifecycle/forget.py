@@ -172,7 +172,8 @@ def select(vault: Store, selection: Selection) -> list[dict[str, Any]]:
     return sorted((r for r in rows if r["kind"] == "memory" and (not ids or r["id"] in ids)
                    and (since is None or r["ts"] >= since) and (until is None or r["ts"] <= until)
                    and (selection.source is None or r["source"] == selection.source)
-                   and (selection.namespaces is None or r["namespace"] in selection.namespaces)),
+                   and (selection.namespaces is None or r["namespace"] in selection.namespaces)
+                   and vault.sees(r["namespace"])),  # what the caller may change (store/caller.py)
                   key=lambda r: r["path"])
 
 

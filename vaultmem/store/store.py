@@ -17,6 +17,7 @@ from ..settings import Settings, load_settings
 from ..errors import (AmbiguousNote, ConfigError, InvalidValue, NoteNotFound, UnsafePath, VaultmemError, VaultNotFound,
                       WriteConflict)
 from ..notes.names import safe_filename
+from .caller import Caller
 from .events import append_accesses, append_events, device_id
 from .files import atomic_write
 from .index.index import Index
@@ -122,8 +123,14 @@ class Store:
     between threads; several processes may open the same vault."""
 
     working_set: Any = None  # a long-lived process's recall.workingset.WorkingSet (Vault.use_working_set)
+    _caller: Caller | None = None  # None: the process's own (Caller.from_env), read at each call
 
-    def __init__(self, path: str | os.PathLike[str]):
+    def __init__(self, path: str | os.PathLike[str], *, namespace: str | None = None, trust: str | None = None):
+        """Open the vault at path. namespace: confine this Store to an agent's namespace (store/caller.py;
+        else $VAULTMEM_NAMESPACE confines it, and without either it is the owner's); trust: the most
+        its writes are trusted. Raises VaultNotFound, ConfigError."""
+        if namespace is not None or trust is not None:
+            self._caller = Caller(namespace=namespace, trust=trust)
         self.root = Path(path).expanduser().resolve()
         if not (self.root / STATE_DIR).is_dir():
             if self.root.exists() and not self.root.is_dir():
@@ -195,6 +202,37 @@ class Store:
                 import shutil  # here: a one-off command never needs it (~6 ms to import)
 
                 shutil.copyfile(template, target)
+
+    # -- who is asking ----------------------------------------------------------------------------
+    @property
+    def caller(self) -> Caller:
+        """Who this Store's operations are for (store/caller.py): the namespaces they may read and
+        write, and the most its writes are trusted."""
+        return self._caller if self._caller is not None else Caller.from_env()
+
+    def as_caller(self, caller: Caller) -> Store:
+        """A view of this vault for another caller (an HTTP token, an MCP client's agent): the same
+        index, settings and working set, shared between threads; only `caller` differs."""
+        self.index  # noqa: B018 -- opened once, here, so every view shares it
+        view = object.__new__(type(self))
+        view.__dict__.update(self.__dict__)
+        view._caller = caller
+        return view
+
+    def sees(self, namespace: str) -> bool:
+        """Whether this Store's caller may read or change a note of this namespace."""
+        return self.caller.sees(namespace, str(self.settings.defaults.namespace))
+
+    def visible(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The index rows of notes this Store's caller may see (all of them for the owner)."""
+        if not self.caller.confined:
+            return rows
+        allowed = set(self.caller.readable(str(self.settings.defaults.namespace)))
+        return [r for r in rows if r["namespace"] in allowed]
+
+    def namespaces(self, given: str | list[str] | tuple[str, ...] | None = None) -> list[str] | None:
+        """The namespaces an operation reads for what its caller asked (None: every one); see Caller."""
+        return self.caller.namespaces(given, str(self.settings.defaults.namespace))
 
     # -- index ---------------------------------------------------------------------------------
     @property
@@ -302,7 +340,8 @@ class Store:
         """
         for attempt in range(2):
             rows = self._lookup(ref)
-            rows = [r for r in rows if (self.root / r["path"]).exists()]
+            # a note this caller may not see is not found: it learns nothing of it (store/caller.py)
+            rows = [r for r in rows if (self.root / r["path"]).exists() and self.sees(r["namespace"])]
             if len(rows) == 1:
                 return rows[0]
             if len(rows) > 1:

@@ -395,9 +395,14 @@ def _refreshed(vault: Path | None, refresh: bool):
 def mcp_server(
     vault: VaultOpt = None,
     source: Annotated[str, typer.Option(metavar="NAME", help="Who memories written without a source are from.")] = "mcp",
+    namespace: Annotated[str | None, typer.Option(
+        metavar="NAME", help="Confine the server to this agent's namespace (else $VAULTMEM_NAMESPACE).")] = None,
+    trust: Annotated[str | None, typer.Option(
+        metavar="LEVEL", help="The most its writes are trusted: external, agent or user (default: as the "
+                              "vault's policy rates --source; mcp is agent).")] = None,
 ) -> None:
-    """Serve the vault to MCP clients over stdio (tools remember, recall, ask, context, show; notes as
-    vault://note/{id}) until the client closes the pipe. Needs the 'mcp' extra.
+    """Serve the vault to MCP clients over stdio (tools remember, recall, ask, context, show, feedback,
+    forget; notes as vault://note/{id}) until the client closes the pipe. Needs the 'mcp' extra.
 
     \b
     Example (what an MCP client's config runs; it ends when its input closes):
@@ -405,7 +410,7 @@ def mcp_server(
     """
     from .mcp import serve
 
-    serve(vault, source)
+    serve(vault, source, namespace, trust)
 
 
 @app.command()

@@ -282,17 +282,22 @@ async def _warming(fresh: _Freshness) -> AsyncIterator[dict]:
     yield {}
 
 
-def build_server(vault: Any, default_source: str = DEFAULT_SOURCE, warm: bool = False) -> Any:
+def build_server(vault: Any, default_source: str = DEFAULT_SOURCE, warm: bool = False,
+                 namespace: str | None = None, trust: str | None = None) -> Any:
     """An MCPServer over one open Vault; memories it writes without a source are from default_source.
-    warm: rescan and load the snapshot in the background as the server starts serving."""
+    Every tool acts for one caller (Vault.as_surface): confined to `namespace` (else $VAULTMEM_NAMESPACE),
+    its writes trusted at most `trust`, else as the vault's policy rates default_source (`mcp`: agent);
+    a client's `source` is provenance only. warm: rescan and load the snapshot in the background as
+    the server starts serving."""
     from .. import __version__
 
     MCPServer, ToolError, ResourceError, ResourceNotFoundError, ToolAnnotations, Field = _sdk()
+    if vault.working_set is None:  # a server lives long: what it wrote or used answers first
+        vault.use_working_set()
+    vault = vault.as_surface(default_source, namespace=namespace, trust=trust)
     fresh = _Freshness(vault, REFRESH_INTERVAL_S)
     server = MCPServer("vaultmem", title="vaultmem", version=__version__, instructions=INSTRUCTIONS,
                        log_level="WARNING", lifespan=(lambda _: _warming(fresh)) if warm else None)
-    if vault.working_set is None:  # a server lives long: what it wrote or used answers first
-        vault.use_working_set()
 
     def read() -> Any:
         fresh.poke()
@@ -306,7 +311,8 @@ def build_server(vault: Any, default_source: str = DEFAULT_SOURCE, warm: bool = 
     def remember(
         text: Annotated[str, Field(description="The memory, in any language; one fact, preference or event.")],
         tags: Tags = None,
-        source: Annotated[str | None, Field(description=f"Who it is from (default {default_source!r}).")] = None,
+        source: Annotated[str | None, Field(description=f"Who it is from (default {default_source!r}); kept as "
+                                                        "provenance, it never raises the memory's trust.")] = None,
         lifecycle: Annotated[str | None, Field(
             description="How fast it fades: task, note, event, preference, fact or permanent.")] = None,
         entity: Annotated[str | list[str] | None, Field(
@@ -393,14 +399,15 @@ def build_server(vault: Any, default_source: str = DEFAULT_SOURCE, warm: bool = 
     return server
 
 
-def serve(vault: str | os.PathLike[str] | None, source: str = DEFAULT_SOURCE) -> None:
+def serve(vault: str | os.PathLike[str] | None, source: str = DEFAULT_SOURCE, namespace: str | None = None,
+          trust: str | None = None) -> None:
     """Open the vault (--vault, else $VAULTMEM_VAULT, else $OBSIDIAN_VAULT_PATH) and serve it on stdio
     until the client closes the pipe. Raises VaultmemError (MissingExtra without the SDK)."""
     if not _installed("mcp"):  # first: without the SDK nothing else matters
         raise MissingExtra(MISSING_EXTRA)
     if vault is None:
         vault = next((os.environ[name] for name in VAULT_ENV if os.environ.get(name)), None)
-    build_server(open_vault(vault), source, warm=True).run("stdio")
+    build_server(open_vault(vault), source, warm=True, namespace=namespace, trust=trust).run("stdio")
 
 
 def _installed(name: str) -> bool:
@@ -418,6 +425,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--vault", "-V", help="the vault folder (else $VAULTMEM_VAULT, else $OBSIDIAN_VAULT_PATH)")
     p.add_argument("--source", default=DEFAULT_SOURCE,
                    help=f"who memories written without a source are from (default {DEFAULT_SOURCE})")
+    p.add_argument("--namespace", help="confine the server to this agent's namespace (else $VAULTMEM_NAMESPACE)")
+    p.add_argument("--trust", choices=("external", "agent", "user"),
+                   help="the most its writes are trusted (default: as the vault's policy rates --source; mcp is agent)")
     return p.parse_args(argv)
 
 
@@ -426,7 +436,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     one_blas_thread()
     try:
-        serve(args.vault, args.source)
+        serve(args.vault, args.source, args.namespace, args.trust)
     except VaultmemError as exc:
         print(error_message(exc), file=sys.stderr)
         raise SystemExit(1) from None

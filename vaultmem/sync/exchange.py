@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from ..errors import VaultmemError
+from ..errors import OwnerOnly, VaultmemError
 from ..text.encoding import decode_text
 
 if TYPE_CHECKING:
@@ -27,13 +27,13 @@ _TIME_KEYS = ("timestamp", "date", "created", "created_at", "updated")
 
 # -- export -----------------------------------------------------------------------------------------
 def export_records(vault: Store) -> Iterator[dict[str, Any]]:
-    """One record per note the index knows, in path order: its path, kind, id, properties, body and
+    """One record per note the index knows (that the caller may see), in path order: its path, kind, id, properties, body and
     whole text (the bytes, as UTF-8), so that import_export restores it exactly. A note that is no
     UTF-8 text keeps its path and an `error`, not its bytes."""
     from ..notes.note import json_ready, parse_note
 
     vault.refresh()
-    for row in sorted(vault.index.select_notes(), key=lambda r: r["path"]):
+    for row in sorted(vault.visible(vault.index.select_notes()), key=lambda r: r["path"]):
         record: dict[str, Any] = {"schema": EXPORT_SCHEMA, "path": row["path"], "kind": row["kind"], "id": row["id"]}
         try:
             data = (vault.root / row["path"]).read_bytes()
@@ -95,7 +95,11 @@ def import_export(vault: Store, records: Iterable[dict[str, Any]]) -> dict[str, 
     timestamp, the higher score, a body both changed kept in a callout): `merged`, or `unchanged` when
     the export brings nothing new, or `kept` when either is no note the driver can read. One whose path
     is taken by another note goes under the next free numbered name. Paths are checked to stay inside
-    the vault's note folders."""
+    the vault's note folders. A vault owner's operation: a caller confined to its namespace gets
+    OwnerOnly (the notes come back byte for byte, in any namespace, merged into any note by id)."""
+    if vault.caller.confined:
+        raise OwnerOnly("restoring a vaultmem export writes notes of every namespace byte for byte: it is the "
+                        f"vault owner's, not an agent's confined to {vault.caller.namespace!r}")
     vault.refresh()
     known = {row["id"]: row["path"] for row in vault.index.select_notes(columns=("id", "path"))}
     counts: Counter[str] = Counter()

@@ -163,11 +163,14 @@ class VaultmemProvider:
         exists = (choice.path / ".vaultmem").is_dir()
         if self._vault is not None:  # initialised again: the vault named now replaces the old one
             self._vault.close()
-        self._vault = Vault(choice.path) if exists else Vault.init(choice.path)
-        self._vault.use_working_set()  # the provider lives as long as the agent: its memories answer first
+        vault = Vault(choice.path) if exists else Vault.init(choice.path)
+        vault.use_working_set()  # the provider lives as long as the agent: its memories answer first
         self._budget = cfg.budget_of(self._settings())
         self._private = str(self._settings().get("namespace") or self._identity or SOURCE)
-        self._shared = str(self._vault.settings.defaults.namespace)
+        self._shared = str(vault.settings.defaults.namespace)
+        # every tool acts for this agent: its namespace and `shared`, never another agent's; its writes
+        # trusted as the vault's policy rates `hermes` (agent, unless policy.user_sources lists it)
+        self._vault = vault.as_surface(SOURCE, namespace=self._private)
         if self.writes and self._worker is None:
             self._worker = TurnWorker()
 
