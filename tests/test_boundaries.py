@@ -367,3 +367,23 @@ def test_a_python_caller_caps_trust_with_its_view(vault):
     made = agent.remember("The office closes at six", source="user")
     assert (vault.get(made.id).meta["trust"], made.status) == ("external", "candidate")
     assert vault.remember("The office opens at nine", source="user").status == "active"  # the owner's own
+
+
+def test_a_caller_of_several_namespaces_reads_each_and_no_other(vault, bobs):
+    vault.remember("Carol's desk is by the window", namespace="carol")
+    both = vault.as_caller(Caller(namespace=("alice", "carol")))
+    assert {h.namespace for h in both.recall("desk window release", namespace="*")} >= {"carol"}
+    assert {h.namespace for h in both.recall("release")} == {"shared", "alice"}
+    with pytest.raises(NamespaceDenied, match="alice, carol"):
+        both.recall("x", namespace="bob")
+    with pytest.raises(NoteNotFound):
+        both.get(bobs.ids[0])
+
+
+def test_the_audit_log_names_the_surface_never_more(vault):
+    server = surface.build_server(vault, namespace="alice")
+    made = _remembered(server, text="The standup moved to 10:00")
+    events = [json.loads(line) for log in (vault.root / ".vaultmem" / "devices").rglob("audit*.jsonl")
+              for line in log.read_text().splitlines()]
+    mine = [e for e in events if e.get("id") == made["id"]]
+    assert mine and all(e["caller"] == "mcp" and e["caller_namespaces"] == ["alice"] for e in mine)

@@ -23,7 +23,7 @@ OWNER_ONLY = ("doctor", "repair", "gc", "sync", "install_hook", "uninstall_hook"
 def _owner_only(vault: Store, operation: str) -> None:
     if vault.caller.confined:
         raise OwnerOnly(f"{operation} works on the whole vault, which is its owner's: an agent confined to "
-                        f"namespace {vault.caller.namespace!r} cannot run it (run it without "
+                        f"namespace {', '.join(vault.caller.own)} cannot run it (run it without "
                         "$VAULTMEM_NAMESPACE, as the vault's owner)")
 
 

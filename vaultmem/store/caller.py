@@ -43,13 +43,19 @@ def lower_trust(a: str, b: str | None) -> str:
 class Caller:
     """The caller of a Store's operations (see the module docstring)."""
 
-    namespace: str | None = None  # the agent's own namespace; None: the owner, who may read every one
+    # the agent's own namespace, or several (an HTTP token's); None: the owner, who may read every one
+    namespace: str | tuple[str, ...] | None = None
     trust: str | None = None      # the most its writes are trusted; None: as the policy rates the source
     name: str = ""                # who, for the audit log (a surface, a token's name)
 
     def __post_init__(self) -> None:
-        if self.namespace is not None and (not self.namespace.strip() or self.namespace == ALL_NAMESPACES):
-            raise VaultmemError(f"a caller's namespace must be a name, not {self.namespace!r}")
+        own = (self.namespace,) if isinstance(self.namespace, str) else tuple(self.namespace or ())
+        for name in own:
+            if not isinstance(name, str) or not name.strip() or name == ALL_NAMESPACES:
+                raise VaultmemError(f"a caller's namespace must be a name, not {name!r}")
+        if self.namespace is not None and not own:
+            raise VaultmemError("a confined caller needs at least one namespace")
+        object.__setattr__(self, "own", own)  # the namespaces as a tuple (empty: the owner)
         if self.trust is not None and self.trust not in TRUST_LEVELS:
             raise VaultmemError(f"trust must be one of {', '.join(TRUST_LEVELS)}, not {self.trust!r}")
 
@@ -66,7 +72,7 @@ class Caller:
 
     def readable(self, default_namespace: str) -> list[str]:
         """The namespaces a confined caller may read and write ("" : notes without one)."""
-        return list(dict.fromkeys([SHARED, str(default_namespace), str(self.namespace), ""]))
+        return list(dict.fromkeys([SHARED, str(default_namespace), *self.own, ""]))
 
     def sees(self, namespace: str, default_namespace: str) -> bool:
         """Whether this caller may read or change a note of this namespace."""
@@ -80,8 +86,8 @@ class Caller:
         those; a confined caller naming one it may not read gets NamespaceDenied.
         """
         if given is None:
-            own = self.namespace if self.confined else default_namespace
-            return list(dict.fromkeys([SHARED, str(default_namespace), str(own), ""]))
+            own = self.own if self.confined else (str(default_namespace),)
+            return list(dict.fromkeys([SHARED, str(default_namespace), *own, ""]))
         names = [given] if isinstance(given, str) else list(given)
         if not self.confined:
             return None if ALL_NAMESPACES in names else names
@@ -95,6 +101,13 @@ class Caller:
         if self.confined and given not in (None, ""):
             self._check([str(given)], default_namespace)
 
+    def audit_fields(self) -> dict[str, Any]:
+        """What an audit event records of its caller: its name (never a token) and namespaces."""
+        fields: dict[str, Any] = {"caller": self.name} if self.name else {}
+        if self.confined:
+            fields["caller_namespaces"] = list(self.own)
+        return fields
+
     def trusted(self, rated: str) -> str:
         """The trust of a write the policy rates `rated` (from its source), capped by this caller's."""
         return lower_trust(rated, self.trust)
@@ -105,4 +118,4 @@ class Caller:
         if refused:
             shown = ", ".join(n for n in allowed if n)
             raise NamespaceDenied(f"namespace {refused[0]!r} is not this caller's: an agent confined to "
-                                  f"{self.namespace!r} reads and writes only {shown}")
+                                  f"{', '.join(self.own)} reads and writes only {shown}")

@@ -482,7 +482,11 @@ class Store:
         return retry_conflicts(once, retries)
 
     def audit(self, events: Iterable[dict]) -> None:
-        """Append events to this device's audit log."""
+        """Append events to this device's audit log, each naming the caller it was for (a surface, a
+        token's name; store/caller.py) when that is not the vault's owner at the command line."""
+        extra = self.caller.audit_fields()
+        if extra:
+            events = [{**event, **{k: v for k, v in extra.items() if k not in event}} for event in events]
         append_events(self.device_dir, "audit", events)
 
     def record_access(self, ids: Iterable[str], now: float | None = None) -> None:

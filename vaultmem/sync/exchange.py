@@ -99,7 +99,7 @@ def import_export(vault: Store, records: Iterable[dict[str, Any]]) -> dict[str, 
     OwnerOnly (the notes come back byte for byte, in any namespace, merged into any note by id)."""
     if vault.caller.confined:
         raise OwnerOnly("restoring a vaultmem export writes notes of every namespace byte for byte: it is the "
-                        f"vault owner's, not an agent's confined to {vault.caller.namespace!r}")
+                        f"vault owner's, not an agent's confined to {', '.join(vault.caller.own)}")
     vault.refresh()
     known = {row["id"]: row["path"] for row in vault.index.select_notes(columns=("id", "path"))}
     counts: Counter[str] = Counter()
