@@ -134,8 +134,8 @@ def test_a_cache_that_is_a_file_is_one_clear_error_everywhere(sample):
     cache.write_text("a sync tool put a file here\n")
     before = files(sample)
     said = [one_error(vaultmem("recall", "deploy", "--vault", str(sample.root)).stderr)]
-    for command in (["remember", "hello there"], ["doctor"], ["stats"], ["list"]):
-        done = cli(*command, "--vault", str(sample.root))
+    for command in (["remember", "hello there"], ["doctor"], ["stats"], ["list"], ["init"]):
+        done = cli(*command, "--vault", str(sample.root)) if command != ["init"] else cli("init", str(sample.root))
         assert done.exit_code == 1
         said.append(one_error(done.output))
     assert all(f"{cache} is a file, where vaultmem keeps its index folder: move it away" in s for s in said), said

@@ -118,6 +118,15 @@ def find_templates() -> Path | None:
     return None
 
 
+def _made_folder(path: Path, what: str) -> None:
+    """mkdir -p, or a VaultmemError saying what is in the way (a file a sync tool or a copy left there)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise VaultmemError(f"{path} is a file, where vaultmem keeps its {what} folder: move it away and run the "
+                            "command again") from None
+
+
 class Store:
     """A memory vault on disk, without the public operations (see vault.Vault). Safe to share
     between threads; several processes may open the same vault."""
@@ -176,8 +185,8 @@ class Store:
         """Lay out a vault (folders, config, .gitignore, templates); an existing one is left as it is."""
         root = Path(path).expanduser()
         state = root / STATE_DIR
-        (state / "cache").mkdir(parents=True, exist_ok=True)
-        (state / "devices").mkdir(exist_ok=True)
+        _made_folder(state / "cache", "index")
+        _made_folder(state / "devices", "devices' logs")
         config_path = state / "config.yaml"
         if not config_path.exists():
             atomic_write(config_path, CONFIG_TEMPLATE.encode("utf-8"))
