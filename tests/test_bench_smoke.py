@@ -1,6 +1,7 @@
 """The benchmarks still run (a few seconds each); their figures are never asserted here."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -205,3 +206,42 @@ def test_compare_benchmark_smoke_measures_both_sides_on_the_same_notes(tmp_path)
     for side in figures["summary"]["per_side"].values():
         assert side["yardstick_s"] and side["load_avg"]
         assert side["vaultmem"] == [str(REPO / "vaultmem")]
+
+
+def _house_table() -> tuple[list[str], dict[str, list[str]]]:
+    """bench/README's table of house.py's figures: the commit of each column, and each row's cells."""
+    text = (REPO / "bench" / "README.md").read_text(encoding="utf-8")
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")]
+            for line in text.splitlines() if line.startswith("| ")]
+    header = next(row for row in rows if row[0] == "" and "99fce54" in row[1])
+    at = rows.index(header)
+    body = {row[0]: row[1:] for row in rows[at + 1:] if row[0] and not set(row[0]) <= {"-"}}
+    return [cell.split()[0] for cell in header[1:]], body
+
+
+def test_the_bench_readme_line_counts_are_those_of_the_commits_it_names(tmp_path):
+    """Issue 28 item 7: the table said `main` for a tree main had long left. Each column names a commit;
+    the modules, lines and largest modules it quotes are what house.py counts in that commit's tree."""
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        from house import shape
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    commits, rows = _house_table()
+    for column, commit in enumerate(commits):
+        if subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", f"{commit}^{{commit}}"]).returncode != 0:
+            continue  # a shallow clone: that commit is not here
+        tree = tmp_path / commit
+        tree.mkdir()
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "vaultmem"], capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+        counted = shape(tree)
+        modules, lines = rows["modules / lines"][column].split(" (")[0].split(" in ")[0].split(" / ")
+        assert (int(modules), int(lines.replace(",", ""))) == (counted["modules"], counted["lines"]), commit
+        over = rows["modules over 600 lines"][column]
+        assert int(over.split()[0]) == len(counted["modules_over_limit"]), commit
+        quoted = {f"vaultmem/{name}": int(n) for name, n in re.findall(r"([\w/]+\.py),? (\d+)", over)}
+        known = {m["file"]: m["lines"] for m in [*counted["modules_over_limit"], counted["largest_module"]]}
+        assert quoted and all(known.get(name) == n for name, n in quoted.items()), (commit, quoted, known)
+        mean = float(rows["function length median / mean"][column].split(" / ")[1])
+        assert mean == round(counted["function_lines_mean"], 1), commit

@@ -64,6 +64,9 @@ def test_the_vault_comes_from_the_environment(tmp_path):
     (["show", "NOPE", "--vault", "{vault}"], "no note matches"),
     (["remember", "--batch", "missing.jsonl", "--vault", "{vault}"], "no such file"),
     (["recall", "x", "--since", "yesterday-ish", "--vault", "{vault}"], "invalid date"),
+    (["forget", "--reason", "gone", "--vault", "{vault}"],
+     "say what to forget: give ID, --tag, --query, --since, --until or --source"),
+    (["forget", "--reason", " ", "--tag", "x", "--vault", "{vault}"], "give --reason TEXT"),
 ])
 def test_errors_are_one_sentence_and_a_nonzero_exit(tmp_path, args, message):
     root = str(tmp_path / "v")
@@ -274,3 +277,29 @@ def test_a_fast_path_started_with_its_output_closed_still_writes_and_exits_clean
     closed = subprocess.run(["bash", "-c", '"$@" >&-', "bash", *command], capture_output=True, text=True, timeout=120)
     assert closed.returncode == 0 and "Traceback" not in closed.stderr
     assert len(list((tmp_path / "v" / "memories").glob("*.md"))) == 1
+
+
+def test_show_prints_the_properties_as_the_note_says_them_not_python_reprs(sample):
+    """Issue 28 item 6: lists in brackets as the note has them, times in ISO 8601 (--json too)."""
+    shown = run("show", "01M4VZM6H0TGH81P9ENBTTGEQN", "--vault", str(sample.root))
+    assert shown.exit_code == 0, shown.output
+    lines = shown.output.splitlines()
+    for line in ("  timestamp: 2026-10-14T09:15:00+08:00", "  tags: [contract, client_zhangsan, 合同]",
+                 "  version: [laptop-3f2a:1]", "  supersedes: [[客户张三合同编号 CT2024-0771]]", "  score: 8.0"):
+        assert line in lines
+    assert "['" not in shown.output and "datetime" not in shown.output
+    data = json.loads(run("show", "01M4VZM6H0TGH81P9ENBTTGEQN", "--vault", str(sample.root), "--json").output)
+    assert data["meta"]["timestamp"] == data["timestamp"] == "2026-10-14T09:15:00+08:00"
+    assert data["meta"]["tags"] == ["contract", "client_zhangsan", "合同"]
+
+
+def test_show_prints_an_obsidian_style_note_yaml_ish_too(vault):
+    from .conftest import write_note
+
+    write_note(vault, "memories/hand.md", "---\nid: HAND\ntags:\n  - alpha\n  - beta\ndone: true\ndue: 2026-11-03\n"
+                                          "owner:\ncreated: 2026-11-01 09:30:00\n---\nA hand-written note.\n")
+    vault.refresh()
+    lines = run("show", "HAND", "--vault", str(vault.root)).output.splitlines()
+    for line in ("  tags: [alpha, beta]", "  done: true", "  due: 2026-11-03", "  owner:",
+                 "  created: 2026-11-01T09:30:00"):
+        assert line in lines

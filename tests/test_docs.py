@@ -212,3 +212,11 @@ def test_the_example_batch_uses_only_documented_fields():
     items = [json.loads(line) for line in (REPO / "examples" / "memories.jsonl").read_text(encoding="utf-8")
              .splitlines() if line.strip()]
     assert items and all(set(item) <= BATCH_FIELDS for item in items)
+
+
+def test_the_readme_counts_the_sample_vaults_memories_as_stats_does(sample):
+    """Issue 28 item 7: the README said 67 where `vaultmem stats --vault sample-vault` says 68."""
+    said = re.search(r"`sample-vault/` \((\d+) memories", README)
+    assert said, "the README's first paragraph no longer counts the sample vault's memories"
+    sample.refresh()
+    assert int(said[1]) == sample.stats()["by_kind"]["memory"]

@@ -158,7 +158,7 @@ def test_a_hostile_note_in_an_imported_folder_is_one_clear_error_and_nothing_is_
     (folder / "a fine note.md").write_text("A fine note.\n", encoding="utf-8")
     if problem is None:
         (folder / "binary.md").write_bytes(b"\xff\xfe\x00binary")
-        problem = "cannot be read"
+        problem = "binary.md is not UTF-8 text: byte 0xff at byte offset 0"
     else:
         (folder / "hostile.md").write_text(text, encoding="utf-8")
     with pytest.raises(VaultmemError, match=problem):

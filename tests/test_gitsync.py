@@ -80,10 +80,34 @@ def test_a_dry_run_changes_nothing_and_no_repository_is_one_sentence(tmp_path):
     assert dry["dry_run"] and ".gitattributes" in dry["set_up"] and dry["changes"]["other"] > 0
     assert sorted(p.name for p in vault.iterdir()) == before
     assert subprocess.run(["git", "-C", str(vault), "config", "--get", "merge.vaultmem.driver"]).returncode == 1
-    assert git(vault, "status", "--porcelain", "--untracked-files=all").count("??") == dry["changes"]["other"] + \
-        dry["changes"]["new"]
     local = json.loads(vm("sync", "--vault", str(vault), "--json", device="d-1").stdout)
     assert local["commit"] and not local["remote"] and "pushed" not in local
+    assert (local["set_up"], local["changes"]) == (dry["set_up"], dry["changes"])
+
+
+@pytest.mark.parametrize("inside", ["", "notes/agent-memory"])
+def test_a_dry_run_counts_the_files_the_sync_then_commits(tmp_path, inside):
+    """Issue 28 item 7: the dry run said 8 other files and the sync 10. It counted before the set-up it
+    only named (.gitattributes, .gitignore), and the untracked files the new ignore lines then hide."""
+    import shutil
+
+    from .conftest import SAMPLE
+
+    repo = tmp_path / "repo"
+    vault = repo / inside
+    shutil.copytree(SAMPLE, vault, ignore=shutil.ignore_patterns("cache", "devices"))
+    git(repo, "init", "-q")
+    for junk in (".obsidian/workspace.json", ".obsidian/cache/x", ".trash/old note.md", "projects/.trash/x.md"):
+        (vault / junk).parent.mkdir(parents=True, exist_ok=True)
+        (vault / junk).write_text("{}\n", encoding="utf-8")
+    (vault / ".obsidian" / "app.json").write_text("{}\n", encoding="utf-8")  # kept: not per machine
+    for server in ("jenkins-2", "buildkite-1"):  # the first sync sets the vault up, the second finds it so
+        vm("remember", f"The build server is {server}", "--vault", str(vault), device="d-1")
+        dry = json.loads(vm("sync", "--dry-run", "--vault", str(vault), "--json", device="d-1").stdout)
+        done = json.loads(vm("sync", "--vault", str(vault), "--json", device="d-1").stdout)
+        assert (dry["set_up"], dry["changes"]) == (done["set_up"], done["changes"])
+        assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+    assert ".obsidian/app.json" in git(repo, "ls-files") and ".trash" not in git(repo, "ls-files")
 
 
 def test_without_git_sync_says_how_to_get_it(tmp_path):

@@ -1,6 +1,8 @@
 """Forgetting (SPEC §7): a forgotten memory moves to the archive, is never deleted, and is audited."""
 
 import json
+import os
+import stat
 
 import pytest
 
@@ -37,3 +39,29 @@ def test_forget_refuses_what_is_not_a_memory(vault):
     vault.add_entity("张三")
     with pytest.raises(VaultmemError, match="not a memory"):
         vault.forget("张三")
+
+
+def _mode(path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX permission bits")
+def test_a_rewritten_or_moved_note_keeps_its_mode_and_a_new_note_gets_the_default(vault):
+    """Issue 28 item 6: a person's chmod 600 of a note survives every edit vaultmem makes of it."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    made = vault.remember("The staging database lives on host db-7 port 5433", tags=["ops"])
+    note = vault.root / made.path
+    assert _mode(note) == 0o644 & ~umask
+    note.chmod(0o600)
+    for rewrite in (lambda: vault.pin(made.id), lambda: vault.feedback(made.id, "wrong"),
+                    lambda: vault.remember("The staging database lives on host db-7 port 5433", tags=["db"])):
+        before = note.read_bytes()
+        rewrite()
+        assert note.read_bytes() != before and _mode(note) == 0o600
+    archived = vault.root / vault.forget(made.id, reason="moved to the new cluster").path
+    assert _mode(archived) == 0o600
+    assert _mode(vault.root / vault.restore(made.id).path) == 0o600
+    candidate = vault.remember("ACK managed clusters may add a fee", candidate=True)
+    (vault.root / candidate.path).chmod(0o640)
+    assert _mode(vault.root / vault.confirm(candidate.id).path) == 0o640

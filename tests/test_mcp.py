@@ -107,6 +107,19 @@ def test_forget_archives_by_tag_with_a_reason_and_lists_first_with_dry_run(serve
     assert outside.is_error and "outside the vault" in outside.content[0].text
 
 
+@pytest.mark.parametrize("arguments, said", [
+    ({"reason": "no selector"}, "say what to forget: give ids, tags or query"),
+    ({"reason": "   ", "tags": ["sprint"]}, "a forget needs a reason, kept in the audit log: give reason"),
+])
+def test_a_forget_that_misses_an_argument_names_the_tools_own_parameters(server, arguments, said):
+    """Issue 28 item 6: the errors named the CLI's --tag, --since/--until and --source."""
+    forget = next(t for t in session(server, lambda c: c.list_tools()).tools if t.name == "forget")
+    refused = call(server, "forget", **arguments)
+    assert refused.is_error and refused.content[0].text == f"Error executing tool forget: {said}"
+    named = said.partition(": give ")[2].replace(" or ", ", ").split(", ")
+    assert set(named) <= set(forget.input_schema["properties"]) and "--" not in said
+
+
 def test_a_given_source_is_kept_and_the_servers_default_is_configurable(vault):
     server = surface.build_server(vault, default_source="claude-desktop")
     mine = call(server, "remember", text="The staging database listens on port 5433").structured_content

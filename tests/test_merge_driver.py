@@ -7,6 +7,7 @@ import datetime as dt
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ from typer.testing import CliRunner
 
 from vaultmem.surfaces.cli import app
 from vaultmem.notes.note import parse_note
+from vaultmem.sync.gitsync import driver_command
 from vaultmem.sync.mergedriver import CALLOUT, merge_notes
 
 REPO = Path(__file__).resolve().parent.parent
@@ -442,12 +444,30 @@ def _git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProc
 
 
 def test_a_real_git_merge_of_adjacent_key_edits_succeeds_through_the_driver(tmp_path):
+    _merge_adjacent_key_edits(tmp_path, driver_command())
+
+
+@pytest.mark.skipif(os.name == "nt", reason="a POSIX shell script stands in for the interpreter")
+def test_the_driver_runs_from_an_interpreter_whose_path_holds_a_space_a_dollar_and_quotes(tmp_path, monkeypatch):
+    """Issue 28 item 6: git hands the driver line to a shell, which expanded `$…` and split at a `"`
+    of the plainly double-quoted path; it is quoted as the pre-commit hook's is."""
+    odd = tmp_path / 'venv $HOME "it\'s" here'
+    odd.mkdir()
+    python = odd / "python"
+    python.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} \"$@\"\n", encoding="utf-8")
+    python.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(python))
+    _merge_adjacent_key_edits(tmp_path, driver_command())
+
+
+def _merge_adjacent_key_edits(tmp_path: Path, driver: str) -> None:
+    """Two branches edit adjacent keys of one note; git merges them through the driver configured as `driver`."""
     repo = tmp_path / "vault"
     repo.mkdir()
     _git(repo, "init", "-q", "-b", "main")
     _git(repo, "config", "user.email", "t@example.com")
     _git(repo, "config", "user.name", "t")
-    _git(repo, "config", "merge.vaultmem.driver", f'"{sys.executable}" -m vaultmem merge-driver %O %A %B %P')
+    _git(repo, "config", "merge.vaultmem.driver", driver)
     (repo / ".gitattributes").write_text("*.md merge=vaultmem\n", encoding="utf-8")
     note = repo / "memories" / "合同编号.md"
     note.parent.mkdir()

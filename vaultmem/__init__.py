@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING, Any
 from .errors import (
     AmbiguousNote,
     ConfigError,
+    NamespaceDenied,
     NoteFormatError,
     NoteNotFound,
+    OwnerOnly,
     PolicyViolation,
     UnsafePath,
     VaultmemError,
@@ -22,23 +24,25 @@ if TYPE_CHECKING:
     from .recall.catalog import DoctorReport, Memory
     from .recall.context import Context, ContextItem
     from .recall.ranking import Hit, Query
+    from .store.caller import Caller
     from .vault import Vault
     from .store.events import device_info, reset_device_id
     from .sync.mergedriver import run_merge_driver
+    from .text.encoding import decode_text
     from .write.items import WriteResult, read_jsonl
 
 __version__ = "0.1.0"
 
 # Loaded on first use (PEP 562): `import vaultmem` stays cheap, and a write never imports numpy.
-_LAZY = {"Answer": "recall.answer", "Context": "recall.context", "ContextItem": "recall.context",
+_LAZY = {"Answer": "recall.answer", "Caller": "store.caller", "Context": "recall.context", "ContextItem": "recall.context",
          "DoctorReport": "recall.catalog", "Memory": "recall.catalog", "Hit": "recall.ranking", "Query": "recall.ranking",
-         "Vault": "vault", "WriteResult": "write.items", "device_info": "store.events", "read_jsonl": "write.items",
-         "reset_device_id": "store.events", "run_merge_driver": "sync.mergedriver"}
+         "Vault": "vault", "WriteResult": "write.items", "decode_text": "text.encoding", "device_info": "store.events",
+         "read_jsonl": "write.items", "reset_device_id": "store.events", "run_merge_driver": "sync.mergedriver"}
 
 __all__ = [
-    "AmbiguousNote", "Answer", "ConfigError", "Context", "ContextItem", "DoctorReport", "Hit", "Memory",
-    "NoteFormatError", "NoteNotFound", "PolicyViolation", "Query", "UnsafePath", "Vault", "VaultNotFound", "VaultmemError", "WriteConflict",
-    "WriteResult", "__version__", "device_info", "read_jsonl", "reset_device_id", "run_merge_driver",
+    "AmbiguousNote", "Answer", "Caller", "ConfigError", "Context", "ContextItem", "DoctorReport", "Hit", "Memory",
+    "NamespaceDenied", "NoteFormatError", "NoteNotFound", "OwnerOnly", "PolicyViolation", "Query", "UnsafePath", "Vault", "VaultNotFound", "VaultmemError", "WriteConflict",
+    "WriteResult", "__version__", "decode_text", "device_info", "read_jsonl", "reset_device_id", "run_merge_driver",
 ]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 
@@ -21,6 +22,32 @@ class TextTooLong(InvalidValue):
         self.limit = limit
         super().__init__(f"{where}: the text has {chars:,} characters, more than write.max_text_chars ({limit:,}); "
                          "nothing was written (split it into several memories)")
+
+
+class NotText(InvalidValue):
+    """Input that is not UTF-8 text: a byte that is not UTF-8, or a lone surrogate no file can hold.
+    `where` names the input, `offset` is where it stops being text; nothing was written."""
+
+    def __init__(self, where: str, offset: int, problem: str, hint: str = ""):
+        self.where = where
+        self.offset = offset
+        super().__init__(f"{where} is not UTF-8 text: {problem}; nothing was written" + (f" ({hint})" if hint else ""))
+
+
+class MissingArgument(InvalidValue):
+    """A call lacks what it needs: one of `names`, its parameters as the Python API calls them. A
+    surface names its own (a flag, a tool's parameter) with `said`."""
+
+    def __init__(self, what: str, names: Sequence[str]):
+        self.what = what
+        self.names = tuple(names)
+        super().__init__(self.said({name: name for name in self.names}))
+
+    def said(self, spelling: Mapping[str, str]) -> str:
+        """The message with each parameter as `spelling` writes it; one it does not name is left out."""
+        given = [spelling[name] for name in self.names if name in spelling]
+        listed = ", ".join(given[:-1]) + " or " + given[-1] if len(given) > 1 else "".join(given)
+        return f"{self.what}: give {listed}" if listed else self.what
 
 
 class VaultNotFound(VaultmemError):
@@ -75,6 +102,15 @@ class PolicyViolation(VaultmemError):
     """The write policy refused this memory."""
 
 
+class NamespaceDenied(VaultmemError):
+    """A caller confined to its namespace named another one (store/caller.py)."""
+
+
+class OwnerOnly(VaultmemError):
+    """An operation over the whole vault (doctor, repair, gc, sync, hooks) asked by a caller confined
+    to its namespace: it is the vault owner's."""
+
+
 class ConfigError(VaultmemError):
     """The vault's config.yaml is invalid."""
 
@@ -92,6 +128,6 @@ class WatchLimit(VaultmemError):
         super().__init__(message)
 
 
-__all__ = ["AmbiguousNote", "ConfigError", "IndexDamaged", "InvalidValue", "NoteFormatError", "NoteNotFound",
-           "PolicyViolation", "TextTooLong", "UnsafePath", "VaultNotFound", "VaultmemError", "WatchLimit",
-           "WriteConflict"]
+__all__ = ["AmbiguousNote", "ConfigError", "IndexDamaged", "InvalidValue", "MissingArgument", "NamespaceDenied",
+           "NoteFormatError", "NoteNotFound", "NotText", "OwnerOnly", "PolicyViolation", "TextTooLong", "UnsafePath",
+           "VaultNotFound", "VaultmemError", "WatchLimit", "WriteConflict"]

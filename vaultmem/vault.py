@@ -7,14 +7,32 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .errors import NoteNotFound
+from .errors import NoteNotFound, OwnerOnly
 from .store.store import Store
 
-__all__ = ["Vault"]
+__all__ = ["OWNER_ONLY", "Vault"]
+
+# Operations over the whole vault, not over the notes a caller may see: a caller confined to its
+# namespace (store/caller.py) gets OwnerOnly from them. Each would read or change other agents'
+# notes (doctor and check_staged report on every note, gc and repair rewrite or archive any,
+# sync commits and pulls them all, the hooks and the watcher serve the whole vault).
+OWNER_ONLY = ("doctor", "repair", "gc", "sync", "install_hook", "uninstall_hook", "check_staged",
+              "lambda_estimate", "watch")
+
+
+def _owner_only(vault: Store, operation: str) -> None:
+    if vault.caller.confined:
+        raise OwnerOnly(f"{operation} works on the whole vault, which is its owner's: an agent confined to "
+                        f"namespace {', '.join(vault.caller.own)} cannot run it (run it without "
+                        "$VAULTMEM_NAMESPACE, as the vault's owner)")
 
 
 class Vault(Store):
-    """One memory vault. Safe to share between threads; several processes may open the same vault."""
+    """One memory vault. Safe to share between threads; several processes may open the same vault.
+
+    `Vault(path, namespace="alice")` (or $VAULTMEM_NAMESPACE, or `vault.as_caller(Caller(...))` for a
+    view sharing this one's index) confines every operation to what that agent may read and change:
+    store/caller.py. The operations of OWNER_ONLY are then refused."""
 
     # -- the public operations (each in its own module; the Vault is their one entry point) ----
     def remember(self, text: str, *, explain: bool = False, **fields: Any):
@@ -126,6 +144,7 @@ class Vault(Store):
     def doctor(self, strict: bool = False):
         """Unparsable notes, duplicates, broken links, conflicts, index drift; with `strict`, secrets
         too (a catalog.DoctorReport)."""
+        _owner_only(self, "doctor")
         from .recall.catalog import doctor
         from .sync.gitsync import sync_warnings
 
@@ -138,6 +157,7 @@ class Vault(Store):
         the started sync.watch.Watcher (stop() it, or use it as a context manager). While it runs,
         other processes' reads skip their rescan. Options: on_update, on_error, quiet, longest.
         Raises WatchLimit when the system allows no more file watches."""
+        _owner_only(self, "watch")
         from .sync.watch import Watcher
 
         return Watcher(self, **options).start()
@@ -145,6 +165,7 @@ class Vault(Store):
     def repair(self, dry_run: bool = False):
         """Fold conflict markers, sync tools' copies and duplicate-id copies back into their notes by the
         merge driver's rules, backed up and audited (a repair.RepairReport)."""
+        _owner_only(self, "repair")
         from .sync.repair import repair
 
         return repair(self, dry_run)
@@ -176,6 +197,7 @@ class Vault(Store):
 
     def lambda_estimate(self) -> dict[str, Any]:
         """The adaptive λ from every device's pin events and the events it came from (stats --lambda)."""
+        _owner_only(self, "lambda_estimate")
         from .recall.hindsight import lambda_estimate
 
         return lambda_estimate(self)
@@ -185,13 +207,12 @@ class Vault(Store):
                      namespace: str | list[str] | None = "*", reason: str, dry_run: bool = False, hard: bool = False,
                      now: float | None = None):
         """Archive (hard: delete) every memory matching all the selectors given, with a required reason;
-        dry_run only lists them. `namespace` as recall takes it ("*" every one, the default here: a
-        person's command; None the caller's visible ones). Returns a lifecycle.forget.Forgotten.
+        dry_run only lists them. `namespace` as recall takes it ("*" every one the caller may change,
+        the default here: a person's command; None the caller's default ones). Returns a lifecycle.forget.Forgotten.
         `forget(ref)` is the one-note form."""
         from .lifecycle.forget import Selection, forget_where
-        from .recall.ranking import visible_namespaces
 
-        names = visible_namespaces(self.settings, namespace)
+        names = self.namespaces(namespace)
         selection = Selection(tuple(ids), tuple(tags), query, since, until, source,
                               None if names is None else tuple(names))
         return forget_where(self, selection, reason, dry_run=dry_run, hard=hard, now=now)
@@ -213,6 +234,7 @@ class Vault(Store):
            now: float | None = None):
         """Archive the memories below `gc.threshold` and unused for `gc.unused_days` (never pinned ones;
         user-trust and permanent ones only when asked). Returns a lifecycle.forget.Forgotten."""
+        _owner_only(self, "gc")
         from .lifecycle.gc import gc
         from .recall.ranking import effective_strength
 
@@ -225,6 +247,23 @@ class Vault(Store):
         from .lifecycle.consolidate import consolidate
 
         return consolidate(self, dry_run, min_repeats)
+
+    def trust_of(self, source: str) -> str:
+        """How the vault's policy rates a source: 'user', 'agent' or 'external' (policy.user_sources,
+        policy.external_sources in config.yaml)."""
+        from .write.policy import Policy
+
+        return Policy.of(self).trust(source)
+
+    def as_surface(self, source: str, namespace: str | None = None, trust: str | None = None) -> Vault:
+        """A view of this vault for a surface (MCP, Hermes, HTTP) that writes as `source`: confined to
+        `namespace` (else $VAULTMEM_NAMESPACE, else not confined), its writes trusted at most `trust`,
+        else as the policy rates `source` itself. What a client says its `source` is stays provenance:
+        it can lower a write's trust, never raise it (store/caller.py)."""
+        from .store.caller import Caller
+
+        own = namespace if namespace is not None else Caller.from_env().namespace
+        return self.as_caller(Caller(namespace=own, trust=trust or self.trust_of(source), name=source))
 
     def use_working_set(self, size: int | None = None):
         """Keep a working set for this long-lived process (size: `working_set.size`, 2,048): memories it
@@ -239,6 +278,8 @@ class Vault(Store):
         the memory unchanged, else from the index (see Store.resolve)."""
         hot = self.working_set
         row = hot.lookup(ref, str(self.root)) if hot is not None else None
+        if row is not None and not self.sees(row["namespace"]):
+            row = None  # another caller's view put it there; Store.resolve does not find it either
         if row is None:
             row = super().resolve(ref)
             if hot is not None and row["kind"] == "memory":
@@ -265,6 +306,7 @@ class Vault(Store):
     def sync(self, dry_run: bool = False) -> dict[str, Any]:
         """Commit, pull (merging notes field by field), push and refresh through git (sync.gitsync);
         what was done, as a dict."""
+        _owner_only(self, "sync")
         from .sync.gitsync import sync
 
         return sync(self, dry_run)
@@ -284,18 +326,21 @@ class Vault(Store):
 
     def install_hook(self, force: bool = False) -> dict[str, Any]:
         """Install the git pre-commit hook that checks staged notes (sync.hook)."""
+        _owner_only(self, "install_hook")
         from .sync.hook import install
 
         return install(self, force)
 
     def uninstall_hook(self) -> dict[str, Any]:
         """Remove vaultmem's pre-commit hook, putting back a hook it kept."""
+        _owner_only(self, "uninstall_hook")
         from .sync.hook import uninstall
 
         return uninstall(self)
 
     def check_staged(self):
         """The staged notes checked as the pre-commit hook does (a sync.hook report)."""
+        _owner_only(self, "check_staged")
         from .sync.hook import check_staged
 
         return check_staged(self)

@@ -269,10 +269,10 @@ def consolidate(vault: Store, dry_run: bool = False, min_repeats: int | None = N
 def _candidates(vault: Store, types: list[str]) -> list[dict[str, Any]]:
     """Active memories of the consolidated types, oldest first (ties by id: the order is stable)."""
     marks = ", ".join("?" * len(types))
-    return vault.index.select_notes(
+    return vault.visible(vault.index.select_notes(
         f"kind = 'memory' AND (status = 'active' OR status = '' OR status IS NULL) AND source != ? "
         f"AND type IN ({marks}) AND error = ''", (SOURCE, *types), order="ts, id",
-        columns=("id", "path", "title", "ts", "score", "namespace", "tags", "links", "body"))
+        columns=("id", "path", "title", "ts", "score", "namespace", "tags", "links", "body")))
 
 
 def _scope(row: dict[str, Any]) -> str:

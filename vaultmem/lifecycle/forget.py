@@ -25,8 +25,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import VaultmemError
-from ..store.files import sync_files
+from ..errors import MissingArgument, VaultmemError
+from ..store.files import file_mode, sync_files
 from ..store.index.records import content_hash, given_epoch, tag_term
 from ..text import terms as text
 from ..write.episodes import append_episodes
@@ -100,14 +100,14 @@ def forget_where(vault: Store, selection: Selection, reason: str, *, dry_run: bo
                  now: float | None = None) -> Forgotten:
     """Archive (or with hard, delete) every memory the selection matches, with the reason audited.
 
-    Raises VaultmemError without a reason or a selector, UnsafePath for an id that is a path out of
+    Raises MissingArgument without a reason or a selector, UnsafePath for an id that is a path out of
     the vault, NoteNotFound for an id that names no note.
     """
     reason = _one_line(reason)
     if not reason:
-        raise VaultmemError("a forget needs a reason (--reason TEXT): the audit log keeps it")
+        raise MissingArgument("a forget needs a reason, kept in the audit log", ["reason"])
     if selection.empty():
-        raise VaultmemError("say what to forget: ids, --tag, --query, --since/--until or --source")
+        raise MissingArgument("say what to forget", ["ids", "tags", "query", "since", "until", "source"])
     with writing(vault, dry_run):
         vault.index.catch_up()
         rows = select(vault, selection)
@@ -172,7 +172,8 @@ def select(vault: Store, selection: Selection) -> list[dict[str, Any]]:
     return sorted((r for r in rows if r["kind"] == "memory" and (not ids or r["id"] in ids)
                    and (since is None or r["ts"] >= since) and (until is None or r["ts"] <= until)
                    and (selection.source is None or r["source"] == selection.source)
-                   and (selection.namespaces is None or r["namespace"] in selection.namespaces)),
+                   and (selection.namespaces is None or r["namespace"] in selection.namespaces)
+                   and vault.sees(r["namespace"])),  # what the caller may change (store/caller.py)
                   key=lambda r: r["path"])
 
 
@@ -236,7 +237,7 @@ def relocate(vault: Store, rows: list[dict[str, Any]], folder: Path, changes: Ca
             skipped.append({"id": row["id"], "path": row["path"], "why": "edited since it was indexed"})
             continue
         new_text = update_fields(parse_note(data, row["path"]), changes(row))
-        copies.append((row, src, data, _create(vault, folder, src.stem, new_text.encode("utf-8"), taken)))
+        copies.append((row, src, data, _create(vault, folder, src, new_text.encode("utf-8"), taken)))
     if copies:
         sync_files([dst for *_, dst in copies])  # one flush for every copy: from here a crash leaves a note twice, never nowhere
     moved = []
@@ -250,9 +251,10 @@ def relocate(vault: Store, rows: list[dict[str, Any]], folder: Path, changes: Ca
     return moved, skipped
 
 
-def _create(vault: Store, folder: Path, stem: str, data: bytes, taken: set[str]) -> Path:
-    """Create the note under the first free readable name (`stem.md`, `stem 2.md`, …)."""
-    name, _ = vault.create_numbered(folder, stem, data, durable=False, skip=lambda n: n.lower() in taken)
+def _create(vault: Store, folder: Path, src: Path, data: bytes, taken: set[str]) -> Path:
+    """Create a moved note under the first free readable name (`stem.md`, `stem 2.md`, …), with its mode."""
+    name, _ = vault.create_numbered(folder, src.stem, data, durable=False, skip=lambda n: n.lower() in taken,
+                                    mode=file_mode(src))
     taken.add(name.lower())
     return folder / name
 

@@ -91,6 +91,7 @@ def _move(vault: Store, row: dict[str, Any], role: str, status: str, action: str
     is lost if the old file changed meanwhile (the copy is removed and WriteConflict raised)."""
     from ..notes.note import parse_note
     from ..notes.writing import update_fields
+    from ..store.files import file_mode
     from ..store.index.records import content_hash
 
     src = vault.root / row["path"]
@@ -98,7 +99,7 @@ def _move(vault: Store, row: dict[str, Any], role: str, status: str, action: str
     new_text = update_fields(parse_note(data, row["path"]), {"status": status})
     folder = vault.folders[role]
     folder.mkdir(parents=True, exist_ok=True)
-    name, _ = vault.create_numbered(folder, src.stem, new_text.encode("utf-8"))
+    name, _ = vault.create_numbered(folder, src.stem, new_text.encode("utf-8"), mode=file_mode(src))
     dst = folder / name
     if content_hash(src.read_bytes()) != content_hash(data):
         dst.unlink()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import date
 from functools import cache, cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -17,7 +18,7 @@ from vaultmem.errors import NoteFormatError
 from vaultmem.notes.plainyaml import bounded, error_at, fast_meta, shallow
 from vaultmem.text.terms import LazyPattern
 
-__all__ = ["Note", "extract_inline_tags", "extract_links", "fast_meta", "has_frontmatter", "parse_note"]
+__all__ = ["Note", "extract_inline_tags", "extract_links", "fast_meta", "has_frontmatter", "json_ready", "parse_note"]
 
 
 _BOM = "\ufeff"
@@ -138,6 +139,20 @@ def _decode(data: str | bytes, path: Path | None) -> str:
     if "\x00" in text:
         raise NoteFormatError(path, None, _NOT_TEXT)
     return text
+
+
+def json_ready(value: Any) -> Any:
+    """Properties as JSON holds them: times and dates in ISO 8601 as a note writes them, lists as lists,
+    anything else YAML can build (bytes of a !!binary, a set) as text."""
+    if isinstance(value, dict):
+        return {str(k): json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v) for v in value]
+    if isinstance(value, date):  # a datetime is a date too
+        return value.isoformat()
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
 
 
 def has_frontmatter(text: str) -> bool:

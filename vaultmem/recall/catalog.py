@@ -40,8 +40,13 @@ class Memory:
     error: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return asdict(self)
+        """JSON-ready form (the properties' times in ISO 8601, as the note writes them)."""
+        data = asdict(self)
+        if self.meta:  # read from the file (show); a listed note has none, and `list` needs no note parser
+            from ..notes.note import json_ready
+
+            data["meta"] = json_ready(self.meta)
+        return data
 
 
 def memory_from_row(row: dict[str, Any], meta: dict[str, Any] | None = None) -> Memory:
@@ -74,7 +79,7 @@ def list_memories(vault: Store, since: str | None = None, tags: list[str] | None
     if since:
         where += " AND ts >= ?"
         params.append(given_epoch(since))
-    rows = vault.index.select_notes(where, tuple(params), order="ts DESC, path")
+    rows = vault.visible(vault.index.select_notes(where, tuple(params), order="ts DESC, path"))
     wanted = {text.normalize_tag(t) for t in tags or []}
     if wanted:
         rows = [r for r in rows if wanted <= {text.normalize_tag(t) for t in r["tags"]}]
@@ -84,14 +89,15 @@ def list_memories(vault: Store, since: str | None = None, tags: list[str] | None
 def tag_counts(vault: Store) -> dict[str, int]:
     """Every tag of the vault's memories (normalised) with how many memories carry it."""
     counts: Counter = Counter()
-    for row in vault.index.select_notes("kind = 'memory'"):
+    for row in vault.visible(vault.index.select_notes("kind = 'memory'")):
         counts.update({text.normalize_tag(t) for t in row["tags"]})
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def stats(vault: Store) -> dict[str, Any]:
-    """Counts by kind, status, namespace and lifecycle, plus the sidecar's state."""
-    rows = vault.index.select_notes()
+    """Counts by kind, status, namespace and lifecycle, plus the sidecar's state (of the notes the
+    caller may see: store/caller.py)."""
+    rows = vault.visible(vault.index.select_notes())
     memories = [r for r in rows if r["kind"] == "memory"]
     return {
         "vault": str(vault.root),

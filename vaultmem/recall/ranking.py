@@ -31,8 +31,6 @@ if TYPE_CHECKING:
 HIDDEN_STATUSES = ("superseded", "archived", "candidate")
 _RECENT = text.LazyPattern(r"\b(latest|recent|recently|newest|last time|lately|most recent)\b|最近|上次|最新|近来|近期|刚才")
 _MAX_ENTITY_HITS = 8
-SHARED = "shared"  # the namespace every agent reads (SPEC §8)
-ALL_NAMESPACES = "*"
 
 
 @dataclass
@@ -44,7 +42,7 @@ class Query:
     limit: int | None = None
     type: str | None = None
     source: str | None = None
-    namespace: str | list[str] | None = None  # several: any of them; None: visible_namespaces(); "*": all
+    namespace: str | list[str] | None = None  # several: any of them; None: the caller's default (Store.namespaces); "*": all it may read
     lifecycle: str | None = None
     status: list[str] | None = None   # None: everything but superseded, archived and candidate
     include: list[str] = field(default_factory=list)  # hidden statuses to show as well
@@ -98,28 +96,11 @@ class Hits(list):
         self.rewritten = rewritten or []
 
 
-def visible_namespaces(settings: Settings, given: str | list[str] | None) -> list[str] | None:
-    """The namespaces a recall reads (None: every one).
-
-    Given none, a caller reads `shared` and its own namespace, never other agents' private notes: its
-    own is $VAULTMEM_NAMESPACE (how a process says which agent it is), else the vault's default
-    namespace (config defaults.namespace, where a write without a namespace goes); and the notes that
-    have none (an unparsable one). `"*"` (alone or in
-    a list) reads every namespace, as a person reviewing the vault may; any other name reads only it.
-    """
-    if given is None:
-        own = os.environ.get("VAULTMEM_NAMESPACE", "").strip() or str(settings.defaults.namespace)
-        # "": a note whose frontmatter cannot be read has no namespace, and must not drop out of recall
-        return list(dict.fromkeys([SHARED, own, ""]))
-    names = [given] if isinstance(given, str) else list(given)
-    return None if ALL_NAMESPACES in names else names
-
-
 def recall(vault: Store, query: Query) -> Hits:
     """Rank the vault's memories for a query; records access events for the hits when configured.
 
-    It reads the namespaces of visible_namespaces(): by default `shared` and the caller's own."""
-    query = replace(query, namespace=visible_namespaces(vault.settings, query.namespace))
+    It reads the namespaces its caller may (store/caller.py): by default `shared` and the caller's own."""
+    query = replace(query, namespace=vault.namespaces(query.namespace))
     config = hindsight.ranking_config(vault)
     cfg = config.ranking
     limit = int(query.limit or cfg.limit)
@@ -547,5 +528,5 @@ def _source_channel(snap: Snapshot, docs: np.ndarray, query_norm: str) -> np.nda
     return np.isin(snap.codes["source"][docs], named).astype(np.float32) if named else np.zeros(len(docs), np.float32)
 
 
-__all__ = ["ALL_NAMESPACES", "HIDDEN_STATUSES", "Hit", "Hits", "Query", "SHARED", "effective_strength",
-           "length_b", "length_spread", "recall", "strength_prior", "visible_namespaces"]
+__all__ = ["HIDDEN_STATUSES", "Hit", "Hits", "Query", "effective_strength",
+           "length_b", "length_spread", "recall", "strength_prior"]

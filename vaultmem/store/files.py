@@ -6,12 +6,14 @@ import contextlib
 import itertools
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 
 def atomic_write(path: str | Path, data: bytes, *, durable: bool = True, exclusive: bool = False,
-                 mtime_ns: int | None = None, before_replace: Callable[[], None] | None = None) -> os.stat_result:
+                 mtime_ns: int | None = None, before_replace: Callable[[], None] | None = None,
+                 mode: int | None = None) -> os.stat_result:
     """Write a whole file so a reader sees the old bytes or the new ones, never a mix.
 
     A hidden temp file in the same folder is written (and fsynced when durable), then moved into
@@ -20,17 +22,23 @@ def atomic_write(path: str | Path, data: bytes, *, durable: bool = True, exclusi
     that modification (and access) time. before_replace runs once the temp file is on disk, just
     before the move: whatever it raises leaves the old file as it is (a conflict check belongs
     there, not before the slow write and fsync, when a person's save could still land unseen).
+    The file gets the permission bits `mode`; by default a file that is replaced keeps its own (a
+    person's chmod 600 of a note stays), and a new one gets 0644 less the umask.
     Returns the new file's stat (from the open file: no extra lookup).
     Raises FileExistsError when exclusive and the name is taken.
     """
     folder, name = os.path.split(os.fspath(path))
     tmp = os.path.join(folder, f".{name}.{_TEMP_TAG}{next(_counter)}.tmp")
+    if mode is None and not exclusive:
+        mode = file_mode(path)
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except OSError as exc:  # a read-only or full disk: name the file being written, not its hidden temp
         raise OSError(exc.errno, exc.strerror, os.fspath(path)) from None
     try:
         try:
+            if mode is not None:  # exactly, as the umask does not narrow a chmod
+                os.chmod(fd if os.chmod in os.supports_fd else tmp, mode)
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
@@ -54,6 +62,15 @@ def atomic_write(path: str | Path, data: bytes, *, durable: bool = True, exclusi
     if durable:
         fsync_path(folder or ".")
     return st
+
+
+def file_mode(path: str | Path) -> int | None:
+    """The permission bits of the file at path, None when there is none (or it is not a regular file)."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
 
 
 def create_files(items: list[tuple[str, bytes]], mtime_ns: int | None = None) -> list[tuple[int, int] | None]:
@@ -175,5 +192,5 @@ def remove_tree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-__all__ = ["atomic_write", "create_files", "fsync_path", "is_temp_name", "process_alive", "remove_stale_temps",
+__all__ = ["atomic_write", "create_files", "file_mode", "fsync_path", "is_temp_name", "process_alive", "remove_stale_temps",
            "remove_tree", "sync_files"]

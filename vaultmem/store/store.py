@@ -17,6 +17,7 @@ from ..settings import Settings, load_settings
 from ..errors import (AmbiguousNote, ConfigError, InvalidValue, NoteNotFound, UnsafePath, VaultmemError, VaultNotFound,
                       WriteConflict)
 from ..notes.names import safe_filename
+from .caller import Caller
 from .events import append_accesses, append_events, device_id
 from .files import atomic_write
 from .index.index import Index
@@ -117,13 +118,28 @@ def find_templates() -> Path | None:
     return None
 
 
+def _made_folder(path: Path, what: str) -> None:
+    """mkdir -p, or a VaultmemError saying what is in the way (a file a sync tool or a copy left there)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise VaultmemError(f"{path} is a file, where vaultmem keeps its {what} folder: move it away and run the "
+                            "command again") from None
+
+
 class Store:
     """A memory vault on disk, without the public operations (see vault.Vault). Safe to share
     between threads; several processes may open the same vault."""
 
     working_set: Any = None  # a long-lived process's recall.workingset.WorkingSet (Vault.use_working_set)
+    _caller: Caller | None = None  # None: the process's own (Caller.from_env), read at each call
 
-    def __init__(self, path: str | os.PathLike[str]):
+    def __init__(self, path: str | os.PathLike[str], *, namespace: str | None = None, trust: str | None = None):
+        """Open the vault at path. namespace: confine this Store to an agent's namespace (store/caller.py;
+        else $VAULTMEM_NAMESPACE confines it, and without either it is the owner's); trust: the most
+        its writes are trusted. Raises VaultNotFound, ConfigError."""
+        if namespace is not None or trust is not None:
+            self._caller = Caller(namespace=namespace, trust=trust)
         self.root = Path(path).expanduser().resolve()
         if not (self.root / STATE_DIR).is_dir():
             if self.root.exists() and not self.root.is_dir():
@@ -169,8 +185,8 @@ class Store:
         """Lay out a vault (folders, config, .gitignore, templates); an existing one is left as it is."""
         root = Path(path).expanduser()
         state = root / STATE_DIR
-        (state / "cache").mkdir(parents=True, exist_ok=True)
-        (state / "devices").mkdir(exist_ok=True)
+        _made_folder(state / "cache", "index")
+        _made_folder(state / "devices", "devices' logs")
         config_path = state / "config.yaml"
         if not config_path.exists():
             atomic_write(config_path, CONFIG_TEMPLATE.encode("utf-8"))
@@ -195,6 +211,37 @@ class Store:
                 import shutil  # here: a one-off command never needs it (~6 ms to import)
 
                 shutil.copyfile(template, target)
+
+    # -- who is asking ----------------------------------------------------------------------------
+    @property
+    def caller(self) -> Caller:
+        """Who this Store's operations are for (store/caller.py): the namespaces they may read and
+        write, and the most its writes are trusted."""
+        return self._caller if self._caller is not None else Caller.from_env()
+
+    def as_caller(self, caller: Caller) -> Store:
+        """A view of this vault for another caller (an HTTP token, an MCP client's agent): the same
+        index, settings and working set, shared between threads; only `caller` differs."""
+        self.index  # noqa: B018 -- opened once, here, so every view shares it
+        view = object.__new__(type(self))
+        view.__dict__.update(self.__dict__)
+        view._caller = caller
+        return view
+
+    def sees(self, namespace: str) -> bool:
+        """Whether this Store's caller may read or change a note of this namespace."""
+        return self.caller.sees(namespace, str(self.settings.defaults.namespace))
+
+    def visible(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The index rows of notes this Store's caller may see (all of them for the owner)."""
+        if not self.caller.confined:
+            return rows
+        allowed = set(self.caller.readable(str(self.settings.defaults.namespace)))
+        return [r for r in rows if r["namespace"] in allowed]
+
+    def namespaces(self, given: str | list[str] | tuple[str, ...] | None = None) -> list[str] | None:
+        """The namespaces an operation reads for what its caller asked (None: every one); see Caller."""
+        return self.caller.namespaces(given, str(self.settings.defaults.namespace))
 
     # -- index ---------------------------------------------------------------------------------
     @property
@@ -304,7 +351,8 @@ class Store:
         """
         for attempt in range(2):
             rows = self._lookup(ref)
-            rows = [r for r in rows if (self.root / r["path"]).exists()]
+            # a note this caller may not see is not found: it learns nothing of it (store/caller.py)
+            rows = [r for r in rows if (self.root / r["path"]).exists() and self.sees(r["namespace"])]
             if len(rows) == 1:
                 return rows[0]
             if len(rows) > 1:
@@ -377,10 +425,12 @@ class Store:
         if str(folder) not in self._safe_dirs:
             self._checked(folder)
 
-    def create_note(self, folder: Path, name: str, data: bytes, *, durable: bool = True) -> os.stat_result:
+    def create_note(self, folder: Path, name: str, data: bytes, *, durable: bool = True,
+                    mode: int | None = None) -> os.stat_result:
         """Write a new note `name` into a vault folder, never over an existing file (WriteConflict).
 
         The batch writer's path: the folder is checked once, the name must be a plain file name.
+        `mode`: the file's permission bits (a note moved to another folder keeps its own).
         """
         if not name or name in (".", "..") or "/" in name or os.sep in name or "\x00" in name:
             raise UnsafePath(f"{name!r} is not a plain file name")
@@ -388,12 +438,13 @@ class Store:
         if where not in self._safe_dirs:
             self._checked(folder / name, creating=True)
         try:
-            return atomic_write(f"{where}{os.sep}{name}", data, durable=durable, exclusive=True)
+            return atomic_write(f"{where}{os.sep}{name}", data, durable=durable, exclusive=True, mode=mode)
         except FileExistsError:
             raise WriteConflict(folder / name) from None
 
     def create_numbered(self, folder: Path, stem: str, data: bytes, *, durable: bool = True, first: int = 0,
-                        skip: Callable[[str], bool] | None = None) -> tuple[str, os.stat_result]:
+                        skip: Callable[[str], bool] | None = None, mode: int | None = None
+                        ) -> tuple[str, os.stat_result]:
         """Write a new note under the first free readable name from the `first`-th on (`stem.md`,
         `stem 2.md` …) that `skip` does not rule out; never over an existing file. The one loop for
         "the next free numbered name". Returns (the name, the file's stat)."""
@@ -404,7 +455,7 @@ class Store:
             if skip is not None and skip(name):
                 continue
             try:
-                return name, self.create_note(folder, name, data, durable=durable)
+                return name, self.create_note(folder, name, data, durable=durable, mode=mode)
             except WriteConflict:  # taken, or made by someone meanwhile: the next number
                 continue
         raise VaultmemError(f"no free file name for {stem!r} in {folder}")
@@ -442,7 +493,11 @@ class Store:
         return retry_conflicts(once, retries)
 
     def audit(self, events: Iterable[dict]) -> None:
-        """Append events to this device's audit log."""
+        """Append events to this device's audit log, each naming the caller it was for (a surface, a
+        token's name; store/caller.py) when that is not the vault's owner at the command line."""
+        extra = self.caller.audit_fields()
+        if extra:
+            events = [{**event, **{k: v for k, v in extra.items() if k not in event}} for event in events]
         append_events(self.device_dir, "audit", events)
 
     def record_access(self, ids: Iterable[str], now: float | None = None) -> None:

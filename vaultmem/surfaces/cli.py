@@ -15,8 +15,8 @@ import typer
 from typer.core import TyperGroup
 
 from .console import (IDS, JSON, RECALL_OPTIONS, REMEMBER_OPTIONS, TAG, VAULT, Opt, check_lifecycle,
-                      error_message, open_vault, print_json, reader_left, recall_command, remember_command,
-                      report_error, say, version_line)
+                      error_message, open_vault, print_json, read_stdin, reader_left, recall_command,
+                      remember_command, report_error, say, version_line)
 from ..errors import VaultmemError
 
 EXIT_ERROR = 1
@@ -208,14 +208,7 @@ def remember(
 def _remember_batch(vault, batch: str, json_out: bool, explain: bool) -> None:
     from .. import read_jsonl
 
-    if batch == "-":
-        lines = sys.stdin.read().splitlines()
-    else:
-        path = Path(batch)
-        if not path.is_file():
-            raise VaultmemError(f"{batch}: no such file")
-        lines = path.read_text(encoding="utf-8").splitlines()
-    items = list(read_jsonl(lines))
+    items = list(read_jsonl(_batch_text(batch).splitlines()))
     for number, item in enumerate(items, 1):
         lifecycle = item.get("lifecycle")
         check_lifecycle(vault.settings, lifecycle if lifecycle is None else str(lifecycle), f"item {number}: lifecycle")
@@ -237,6 +230,21 @@ def _remember_batch(vault, batch: str, json_out: bool, explain: bool) -> None:
     else:
         say(f"{len(results)} memories: {counts['created']} created, {counts['merged']} merged, "
             f"{counts['unchanged']} unchanged")
+
+
+def _batch_text(batch: str) -> str:
+    """The text of --batch FILE ('-': stdin), UTF-8 as JSON is (NotText otherwise)."""
+    from .. import decode_text
+
+    if batch == "-":
+        return read_stdin()
+    path = Path(batch)
+    if path.is_dir():
+        raise VaultmemError(f"{batch} is a directory; --batch takes a JSON-lines file, one memory an object")
+    try:  # read, not checked to be a regular file: a pipe (`--batch <(…)`) is a batch too
+        return decode_text(path.read_bytes(), batch)
+    except FileNotFoundError:
+        raise VaultmemError(f"{batch}: no such file") from None
 
 
 @app.command()
@@ -387,9 +395,14 @@ def _refreshed(vault: Path | None, refresh: bool):
 def mcp_server(
     vault: VaultOpt = None,
     source: Annotated[str, typer.Option(metavar="NAME", help="Who memories written without a source are from.")] = "mcp",
+    namespace: Annotated[str | None, typer.Option(
+        metavar="NAME", help="Confine the server to this agent's namespace (else $VAULTMEM_NAMESPACE).")] = None,
+    trust: Annotated[str | None, typer.Option(
+        metavar="LEVEL", help="The most its writes are trusted: external, agent or user (default: as the "
+                              "vault's policy rates --source; mcp is agent).")] = None,
 ) -> None:
-    """Serve the vault to MCP clients over stdio (tools remember, recall, ask, context, show; notes as
-    vault://note/{id}) until the client closes the pipe. Needs the 'mcp' extra.
+    """Serve the vault to MCP clients over stdio (tools remember, recall, ask, context, show, feedback,
+    forget; notes as vault://note/{id}) until the client closes the pipe. Needs the 'mcp' extra.
 
     \b
     Example (what an MCP client's config runs; it ends when its input closes):
@@ -397,7 +410,7 @@ def mcp_server(
     """
     from .mcp import serve
 
-    serve(vault, source)
+    serve(vault, source, namespace, trust)
 
 
 @app.command()
@@ -411,15 +424,28 @@ def show(ref: Annotated[str, typer.Argument(metavar="REF", help="An id, a vault 
       客户张三合同编号 CT2024-0876
     """
     memory = open_vault(vault).get(ref)
+    shown = memory.to_dict()
     if json_out:
-        print_json(memory.to_dict())
+        print_json(shown)
         return
     say(memory.title, style="title")
     say(f"{memory.path}  id={memory.id}  status={memory.status}", style="dim")
-    for key, value in memory.meta.items():
-        say(f"  {key}: {value}")
+    for key, value in shown["meta"].items():
+        said = _property(value)
+        say(f"  {key}:{' ' + said if said else ''}")
     say("")
     say(memory.content.strip())
+
+
+def _property(value) -> str:
+    """A property (JSON-ready) as YAML says it: lists in brackets, true/false, nothing for null."""
+    if isinstance(value, list):
+        return "[" + ", ".join(map(_property, value)) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{key}: {_property(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
 
 
 @app.command("list")

@@ -69,7 +69,8 @@ def _hermes_report(report: dict, json_out: bool, what: str) -> None:
         return
     say(f"vaultmem for Hermes ({what}):")
     for key, value in report.items():
-        say(f"  {key}: {value}")
+        if value not in ("", None):  # `reason:` only when there is one (--json keeps every field)
+            say(f"  {key}: {value}")
 
 
 __all__ = ["HermesHomeOpt", "hermes_app", "hermes_install", "hermes_status", "hermes_uninstall"]

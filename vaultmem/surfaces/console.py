@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..errors import VaultmemError, VaultNotFound
+from ..errors import MissingArgument, VaultmemError, VaultNotFound
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -243,7 +243,7 @@ def remember_command(text: str | None, tag: list[str] | None, source: str | None
     last recall, refresh or watcher pass; `--refresh` rescans first.
     """
     if text == "-":  # `echo … | vaultmem remember -`, as cat and git read stdin
-        text = sys.stdin.read()
+        text = read_stdin()
     if not text or not text.strip():
         raise VaultmemError("nothing to remember: give a TEXT ('-' reads it from stdin) or --batch FILE")
     v = open_vault(vault)
@@ -259,6 +259,14 @@ def remember_command(text: str | None, tag: list[str] | None, source: str | None
     say(f"{result.action}: {result.path} ({result.id})")
     if explain:
         _print_explain(result)
+
+
+def read_stdin() -> str:
+    """All of stdin as UTF-8 text, whatever the locale says (notes and JSON lines are UTF-8); NotText
+    naming the first byte that is not."""
+    from .. import decode_text
+
+    return decode_text(sys.stdin.buffer.read(), "stdin")
 
 
 def _print_explain(result) -> None:
@@ -329,12 +337,19 @@ def fast_remember(argv: list[str], vault: str | None = None) -> int | None:
     return guarded(remember_command, **opts)
 
 
+# what the commands call the API's parameters a MissingArgument names
+CLI_NAMES = {"ids": "ID", "tags": "--tag", "query": "--query", "since": "--since", "until": "--until",
+             "source": "--source", "reason": "--reason TEXT"}
+
+
 def error_message(exc: BaseException) -> str | None:
     """The one-line message for an error a user can meet; None for Ctrl-C and exits.
 
     Anything that is not a VaultmemError is a bug or an environment problem: it still gets one
     line (with VAULTMEM_DEBUG=1 the traceback is shown instead).
     """
+    if isinstance(exc, MissingArgument):
+        return f"Error: {exc.said(CLI_NAMES)}"
     if isinstance(exc, VaultmemError):
         return f"Error: {exc}"
     if isinstance(exc, OSError):
@@ -378,7 +393,7 @@ def guarded(fn, *args: Any, json_out: bool = False, **kwargs: Any) -> int:
     return 0
 
 
-__all__ = ["HIDDEN_FLAGS", "IDS", "JSON", "LIMIT", "Opt", "RECALL_OPTIONS", "REMEMBER_OPTIONS", "TAG", "VAULT",
-           "VAULT_ENV", "check_lifecycle", "colour", "error_message", "fast_recall", "fast_remember",
-           "given_vault", "guarded", "one_blas_thread", "open_vault", "print_json", "reader_left", "recall_command",
-           "remember_command", "report_error", "say", "terminal_safe", "version_line"]
+__all__ = ["CLI_NAMES", "HIDDEN_FLAGS", "IDS", "JSON", "LIMIT", "Opt", "RECALL_OPTIONS", "REMEMBER_OPTIONS", "TAG",
+           "VAULT", "VAULT_ENV", "check_lifecycle", "colour", "error_message", "fast_recall", "fast_remember",
+           "given_vault", "guarded", "one_blas_thread", "open_vault", "print_json", "read_stdin", "reader_left",
+           "recall_command", "remember_command", "report_error", "say", "terminal_safe", "version_line"]

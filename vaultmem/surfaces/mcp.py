@@ -33,7 +33,7 @@ except ImportError:  # no SDK either: main() says which extra to install
 
 from .. import Memory
 from .console import VAULT_ENV, error_message, one_blas_thread, open_vault
-from ..errors import NoteNotFound, VaultmemError
+from ..errors import MissingArgument, NoteNotFound, VaultmemError
 
 DISTRIBUTION = "vaultmem-md"  # the name on PyPI, where `vaultmem` is an unrelated project
 MISSING_EXTRA = f"the MCP server needs the 'mcp' extra: pip install '{DISTRIBUTION}[mcp]'"
@@ -262,12 +262,15 @@ def _sdk() -> tuple[Any, ...]:
 
 
 @contextmanager
-def _errors(error: type[Exception], not_found: type[Exception] | None = None):
-    """A library error (or a refused disk write) as the SDK's error that carries its message."""
+def _errors(error: type[Exception], not_found: type[Exception] | None = None, takes: tuple[str, ...] = ()):
+    """A library error (or a refused disk write) as the SDK's error that carries its message; one that
+    misses an argument names those of the tool's parameters (`takes`) that would do."""
     try:
         yield
     except NoteNotFound as exc:
         raise (not_found or error)(str(exc)) from None
+    except MissingArgument as exc:
+        raise error(exc.said({name: name for name in takes})) from None
     except (VaultmemError, OSError) as exc:
         raise error(error_message(exc).removeprefix("Error: ")) from None
 
@@ -279,17 +282,22 @@ async def _warming(fresh: _Freshness) -> AsyncIterator[dict]:
     yield {}
 
 
-def build_server(vault: Any, default_source: str = DEFAULT_SOURCE, warm: bool = False) -> Any:
+def build_server(vault: Any, default_source: str = DEFAULT_SOURCE, warm: bool = False,
+                 namespace: str | None = None, trust: str | None = None) -> Any:
     """An MCPServer over one open Vault; memories it writes without a source are from default_source.
-    warm: rescan and load the snapshot in the background as the server starts serving."""
+    Every tool acts for one caller (Vault.as_surface): confined to `namespace` (else $VAULTMEM_NAMESPACE),
+    its writes trusted at most `trust`, else as the vault's policy rates default_source (`mcp`: agent);
+    a client's `source` is provenance only. warm: rescan and load the snapshot in the background as
+    the server starts serving."""
     from .. import __version__
 
     MCPServer, ToolError, ResourceError, ResourceNotFoundError, ToolAnnotations, Field = _sdk()
+    if vault.working_set is None:  # a server lives long: what it wrote or used answers first
+        vault.use_working_set()
+    vault = vault.as_surface(default_source, namespace=namespace, trust=trust)
     fresh = _Freshness(vault, REFRESH_INTERVAL_S)
     server = MCPServer("vaultmem", title="vaultmem", version=__version__, instructions=INSTRUCTIONS,
                        log_level="WARNING", lifespan=(lambda _: _warming(fresh)) if warm else None)
-    if vault.working_set is None:  # a server lives long: what it wrote or used answers first
-        vault.use_working_set()
 
     def read() -> Any:
         fresh.poke()
@@ -307,7 +315,8 @@ def build_server(vault: Any, default_source: str = DEFAULT_SOURCE, warm: bool = 
         text: Annotated[str, Field(json_schema_extra={"maxLength": max_chars}, description=(
             f"The memory, in any language; one fact, preference or event (at most {max_chars:,} characters)."))],
         tags: Tags = None,
-        source: Annotated[str | None, Field(description=f"Who it is from (default {default_source!r}).")] = None,
+        source: Annotated[str | None, Field(description=f"Who it is from (default {default_source!r}); kept as "
+                                                        "provenance, it never raises the memory's trust.")] = None,
         lifecycle: Annotated[str | None, Field(
             description="How fast it fades: task, note, event, preference, fact or permanent.")] = None,
         entity: Annotated[str | list[str] | None, Field(
@@ -381,7 +390,7 @@ def build_server(vault: Any, default_source: str = DEFAULT_SOURCE, warm: bool = 
         """Archive the memories matching every selector given (at least one): moved to archive/ with status
         archived, audited with the reason; recall no longer finds them, `vaultmem restore ID` brings one back.
         Only memories recall can see (shared and this server's own namespace); nothing is deleted."""
-        with _errors(ToolError):
+        with _errors(ToolError, takes=("reason", "ids", "tags", "query")):
             return vault.forget_where(ids=ids, tags=tags, query=query, namespace=None, reason=reason,
                                       dry_run=dry_run).to_dict()
 
@@ -394,14 +403,15 @@ def build_server(vault: Any, default_source: str = DEFAULT_SOURCE, warm: bool = 
     return server
 
 
-def serve(vault: str | os.PathLike[str] | None, source: str = DEFAULT_SOURCE) -> None:
+def serve(vault: str | os.PathLike[str] | None, source: str = DEFAULT_SOURCE, namespace: str | None = None,
+          trust: str | None = None) -> None:
     """Open the vault (--vault, else $VAULTMEM_VAULT, else $OBSIDIAN_VAULT_PATH) and serve it on stdio
     until the client closes the pipe. Raises VaultmemError (MissingExtra without the SDK)."""
     if not _installed("mcp"):  # first: without the SDK nothing else matters
         raise MissingExtra(MISSING_EXTRA)
     if vault is None:
         vault = next((os.environ[name] for name in VAULT_ENV if os.environ.get(name)), None)
-    build_server(open_vault(vault), source, warm=True).run("stdio")
+    build_server(open_vault(vault), source, warm=True, namespace=namespace, trust=trust).run("stdio")
 
 
 def _installed(name: str) -> bool:
@@ -419,6 +429,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--vault", "-V", help="the vault folder (else $VAULTMEM_VAULT, else $OBSIDIAN_VAULT_PATH)")
     p.add_argument("--source", default=DEFAULT_SOURCE,
                    help=f"who memories written without a source are from (default {DEFAULT_SOURCE})")
+    p.add_argument("--namespace", help="confine the server to this agent's namespace (else $VAULTMEM_NAMESPACE)")
+    p.add_argument("--trust", choices=("external", "agent", "user"),
+                   help="the most its writes are trusted (default: as the vault's policy rates --source; mcp is agent)")
     return p.parse_args(argv)
 
 
@@ -427,7 +440,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     one_blas_thread()
     try:
-        serve(args.vault, args.source)
+        serve(args.vault, args.source, args.namespace, args.trust)
     except VaultmemError as exc:
         print(error_message(exc), file=sys.stderr)
         raise SystemExit(1) from None

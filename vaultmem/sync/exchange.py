@@ -12,7 +12,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from ..errors import VaultmemError
+from ..errors import OwnerOnly, VaultmemError
+from ..text.encoding import decode_text
 
 if TYPE_CHECKING:
     from ..store.store import Store
@@ -26,13 +27,13 @@ _TIME_KEYS = ("timestamp", "date", "created", "created_at", "updated")
 
 # -- export -----------------------------------------------------------------------------------------
 def export_records(vault: Store) -> Iterator[dict[str, Any]]:
-    """One record per note the index knows, in path order: its path, kind, id, properties, body and
+    """One record per note the index knows (that the caller may see), in path order: its path, kind, id, properties, body and
     whole text (the bytes, as UTF-8), so that import_export restores it exactly. A note that is no
     UTF-8 text keeps its path and an `error`, not its bytes."""
-    from ..notes.note import parse_note
+    from ..notes.note import json_ready, parse_note
 
     vault.refresh()
-    for row in sorted(vault.index.select_notes(), key=lambda r: r["path"]):
+    for row in sorted(vault.visible(vault.index.select_notes()), key=lambda r: r["path"]):
         record: dict[str, Any] = {"schema": EXPORT_SCHEMA, "path": row["path"], "kind": row["kind"], "id": row["id"]}
         try:
             data = (vault.root / row["path"]).read_bytes()
@@ -45,23 +46,10 @@ def export_records(vault: Store) -> Iterator[dict[str, Any]]:
             continue
         try:
             note = parse_note(data)
-            record.update(meta=_jsonable(note.meta), body=note.body)
+            record.update(meta=json_ready(note.meta), body=note.body)
         except VaultmemError as error:
             record["error"] = str(error)
         yield {**record, "text": text}
-
-
-def _jsonable(value: Any) -> Any:
-    """Properties as JSON can hold them: times as ISO 8601, everything else as it is or as text."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (dt.date, dt.datetime)):
-        return value.isoformat()
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return str(value)
 
 
 # -- import -----------------------------------------------------------------------------------------
@@ -84,18 +72,21 @@ def import_source(vault: Store, source: Path, namespace: str | None = None) -> d
                         "folder of Markdown notes")
 
 
-def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise VaultmemError(f"{path}, line {number}: not JSON ({error.msg})") from None
-            if not isinstance(record, dict) or record.get("schema") != EXPORT_SCHEMA:
-                raise VaultmemError(f"{path}, line {number}: not a {EXPORT_SCHEMA} record")
-            yield record
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Every record of an export, read whole before the first is restored: a bad line (not UTF-8, not
+    JSON, not a record) is an error with nothing written."""
+    records = []
+    for number, line in enumerate(decode_text(path.read_bytes(), str(path)).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise VaultmemError(f"{path}, line {number}: not JSON ({error.msg}); nothing was imported") from None
+        if not isinstance(record, dict) or record.get("schema") != EXPORT_SCHEMA:
+            raise VaultmemError(f"{path}, line {number}: not a {EXPORT_SCHEMA} record; nothing was imported")
+        records.append(record)
+    return records
 
 
 def import_export(vault: Store, records: Iterable[dict[str, Any]]) -> dict[str, int]:
@@ -104,7 +95,11 @@ def import_export(vault: Store, records: Iterable[dict[str, Any]]) -> dict[str, 
     timestamp, the higher score, a body both changed kept in a callout): `merged`, or `unchanged` when
     the export brings nothing new, or `kept` when either is no note the driver can read. One whose path
     is taken by another note goes under the next free numbered name. Paths are checked to stay inside
-    the vault's note folders."""
+    the vault's note folders. A vault owner's operation: a caller confined to its namespace gets
+    OwnerOnly (the notes come back byte for byte, in any namespace, merged into any note by id)."""
+    if vault.caller.confined:
+        raise OwnerOnly("restoring a vaultmem export writes notes of every namespace byte for byte: it is the "
+                        f"vault owner's, not an agent's confined to {', '.join(vault.caller.own)}")
     vault.refresh()
     known = {row["id"]: row["path"] for row in vault.index.select_notes(columns=("id", "path"))}
     counts: Counter[str] = Counter()
@@ -161,7 +156,7 @@ def import_hermes(vault: Store, files: list[Path], namespace: str | None = None)
     items = []
     for path in files:
         target = HERMES_FILES[path.name]
-        for entry in path.read_text(encoding="utf-8").split(HERMES_SEPARATOR):
+        for entry in decode_text(path.read_bytes(), str(path)).split(HERMES_SEPARATOR):
             if entry.strip():
                 items.append({"text": entry.strip(), "source": HERMES_SOURCE, "tags": [f"hermes/{target}"],
                               "lifecycle": "preference" if target == "user" else "fact",
@@ -179,11 +174,11 @@ def import_markdown(vault: Store, folder: Path, namespace: str | None = None) ->
     for path in sorted(folder.rglob("*.md")):
         if any(part.startswith(".") for part in path.relative_to(folder).parts):
             continue  # .obsidian/, .git/, .trash/
+        note = decode_text(path.read_bytes(), str(path))
         try:
-            note = path.read_text(encoding="utf-8")
             handler = next((h for h in handlers if h.detect(note)), None)
             post = frontmatter.loads(note, handler=handler) if handler else frontmatter.Post(note)
-        except (UnicodeDecodeError, ValueError, VaultmemError) as error:
+        except (ValueError, VaultmemError) as error:
             raise VaultmemError(f"{path}: cannot be read as a Markdown note ({error}); nothing was imported") from None
         if not isinstance(post.metadata, dict):
             post.metadata = {}

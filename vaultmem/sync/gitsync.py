@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -65,8 +67,10 @@ def repository(vault: Vault) -> Path:
 
 
 def driver_command() -> str:
-    """The merge driver as git runs it: this interpreter, so a GUI client without the venv on PATH works."""
-    return f'"{sys.executable}" -m vaultmem merge-driver %O %A %B %P'
+    """The merge driver as git runs it: this interpreter, so a GUI client without the venv on PATH works.
+    Git hands the line to a shell: the path is quoted for one as the pre-commit hook's is (a space, a `$`
+    or a quote in it stays part of the path)."""
+    return f"{shlex.quote(sys.executable)} -m vaultmem merge-driver %O %A %B %P"
 
 
 def driver_configured(repo: Path) -> bool:
@@ -84,11 +88,23 @@ def attributes_text(vault: Vault) -> str:
     return "\n".join(lines) + "\n"
 
 
-def set_up(vault: Vault, repo: Path, dry_run: bool = False) -> list[str]:
-    """Write what memory sync needs that is missing; the names of what was (or would be) set up."""
-    from ..store.files import atomic_write
+@dataclass(frozen=True)
+class SetUp:
+    """What memory sync needs that a vault lacks: the files to write (their whole new bytes), the lines
+    its .gitignore gains among them, and whether this clone's .git/config lacks the driver."""
 
-    done = []
+    files: dict[Path, bytes]
+    ignored: tuple[str, ...]
+    driver: bool
+
+    def names(self) -> list[str]:
+        """What it sets up, as the report names it."""
+        return [path.name for path in self.files] + ([f"merge.{DRIVER}.driver"] if self.driver else [])
+
+
+def missing_set_up(vault: Vault, repo: Path) -> SetUp:
+    """What set_up would write; nothing is written."""
+    files = {}
     attributes = vault.root / ".gitattributes"
     held = attributes.read_text(encoding="utf-8") if attributes.exists() else ""
     if ATTRIBUTES_MARK not in held:
@@ -96,34 +112,48 @@ def set_up(vault: Vault, repo: Path, dry_run: bool = False) -> list[str]:
     else:  # set up by an older vaultmem: the folders it did not name yet (episodes) join
         added = "".join(line + "\n" for line in attributes_text(vault).splitlines() if line not in held.splitlines())
     if added:
-        done.append(".gitattributes")
-        if not dry_run:
-            atomic_write(attributes, (held + ("\n" if held and not held.endswith("\n") else "") +
-                                      added).encode("utf-8"))
+        files[attributes] = _appended(held, added)
     ignore = vault.root / ".gitignore"
     kept = ignore.read_text(encoding="utf-8") if ignore.exists() else ""
-    missing = [line for line in IGNORED if line not in kept.splitlines()]
+    missing = tuple(line for line in IGNORED if line not in kept.splitlines())
     if missing:
-        done.append(".gitignore")
-        if not dry_run:
-            atomic_write(ignore, (kept + ("\n" if kept and not kept.endswith("\n") else "") +
-                                  "\n".join(missing) + "\n").encode("utf-8"))
-    if not driver_configured(repo):
-        done.append(f"merge.{DRIVER}.driver")
-        if not dry_run:
-            run_git(repo, "config", f"merge.{DRIVER}.name", "vaultmem memory notes")
-            run_git(repo, "config", f"merge.{DRIVER}.driver", driver_command())
-            run_git(repo, "config", f"merge.{DRIVER}.recursive", "text")
-    return done
+        files[ignore] = _appended(kept, "".join(line + "\n" for line in missing))
+    return SetUp(files, missing, not driver_configured(repo))
 
 
-def _changes(vault: Vault, repo: Path) -> dict[str, int]:
-    """What a commit would hold under the vault: notes added, changed and removed, and other files."""
+def _appended(text: str, lines: str) -> bytes:
+    return (text + ("\n" if text and not text.endswith("\n") else "") + lines).encode("utf-8")
+
+
+def set_up(vault: Vault, repo: Path, plan: SetUp) -> None:
+    """Write what memory sync needs that is missing (missing_set_up's plan)."""
+    from ..store.files import atomic_write
+
+    for path, data in plan.files.items():
+        atomic_write(path, data)
+    if plan.driver:
+        run_git(repo, "config", f"merge.{DRIVER}.name", "vaultmem memory notes")
+        run_git(repo, "config", f"merge.{DRIVER}.driver", driver_command())
+        run_git(repo, "config", f"merge.{DRIVER}.recursive", "text")
+
+
+def _changes(vault: Vault, repo: Path, pending: SetUp | None = None) -> dict[str, int]:
+    """What a commit would hold under the vault: notes added, changed and removed, and other files.
+
+    A dry run passes the set-up it did not write (`pending`): counted as the sync will count them once
+    written, its files among the changes and the untracked files its .gitignore lines will hide left
+    out, so that the dry run says what the sync then does."""
     rel = os.path.relpath(vault.root, repo)
-    lines = run_git(repo, "status", "--porcelain", "--untracked-files=all", "--", rel).stdout.splitlines()
+    codes = _status(repo, rel)
+    if pending is not None:
+        if pending.ignored:
+            patterns = tuple(_from_top(rel, line) for line in pending.ignored)
+            hidden = _untracked(repo, rel) - _untracked(repo, rel, patterns)
+            codes = {path: code for path, code in codes.items() if path not in hidden}
+        for path in pending.files:
+            codes.setdefault(Path(os.path.relpath(path, repo)).as_posix(), "??")
     counts = {"new": 0, "changed": 0, "removed": 0, "other": 0}
-    for line in lines:
-        code, path = line[:2], line[3:].strip('"')
+    for path, code in codes.items():
         if not path.endswith(".md"):
             counts["other"] += 1
         elif "?" in code or "A" in code:
@@ -133,6 +163,35 @@ def _changes(vault: Vault, repo: Path) -> dict[str, int]:
         else:
             counts["changed"] += 1
     return counts
+
+
+def _status(repo: Path, rel: str) -> dict[str, str]:
+    """Each changed or untracked path under rel (from the repository's top) with its two-letter status."""
+    fields = run_git(repo, "status", "--porcelain", "-z", "--untracked-files=all", "--", rel).stdout.split("\0")
+    codes, entries = {}, iter(fields)
+    for entry in entries:
+        if entry:
+            codes[entry[3:]] = entry[:2]
+            if entry[0] in "RC":  # a rename or copy: the path it came from follows
+                next(entries, None)
+    return codes
+
+
+def _untracked(repo: Path, rel: str, excludes: tuple[str, ...] = ()) -> set[str]:
+    """The untracked files under rel that git does not ignore, and none that the extra patterns match."""
+    options = [f"--exclude={pattern}" for pattern in excludes]
+    listed = run_git(repo, "ls-files", "-z", "--others", "--exclude-standard", *options, "--", rel).stdout
+    return set(filter(None, listed.split("\0")))
+
+
+def _from_top(rel: str, line: str) -> str:
+    """A line of the vault's .gitignore as a pattern from the repository's top that matches what the line
+    matches: one with a slash before its end is anchored to the vault, one without matches at any depth in it."""
+    if rel == ".":
+        return line
+    top = Path(rel).as_posix()
+    anchored = "/" in line.rstrip("/")
+    return f"/{top}/{line.lstrip('/')}" if anchored else f"/{top}/**/{line}"
 
 
 def _staged_notes(repo: Path, folders: list[str]) -> dict[str, int]:
@@ -183,9 +242,12 @@ def sync(vault: Vault, dry_run: bool = False) -> dict[str, Any]:
 
 
 def _sync(vault: Vault, repo: Path, git_dir: Path, dry_run: bool) -> dict[str, Any]:
+    plan = missing_set_up(vault, repo)
+    if not dry_run:
+        set_up(vault, repo, plan)
     report: dict[str, Any] = {"repository": str(repo), "device": vault.device, "dry_run": dry_run,
-                              "set_up": set_up(vault, repo, dry_run)}
-    changes = _changes(vault, repo)
+                              "set_up": plan.names()}
+    changes = _changes(vault, repo, plan if dry_run else None)
     report["changes"] = changes
     upstream = _upstream(repo)
     report["remote"] = upstream
@@ -380,5 +442,5 @@ def _has_identity(repo: Path) -> bool:
     return bool(run_git(repo, "config", "user.email", check=False).stdout.strip())
 
 
-__all__ = ["GitError", "SYNC_LOCK", "attributes_text", "clear_stale_locks", "driver_command", "driver_configured",
-           "repository", "run_git", "set_up", "sync", "sync_warnings"]
+__all__ = ["GitError", "SYNC_LOCK", "SetUp", "attributes_text", "clear_stale_locks", "driver_command",
+           "driver_configured", "missing_set_up", "repository", "run_git", "set_up", "sync", "sync_warnings"]

@@ -21,6 +21,7 @@ from ..text import terms as text
 from ..text.times import iso_time
 from .extract import TITLE_CUES
 from ..errors import VaultmemError
+from ..store.caller import lower_trust
 from ..store.index.records import Record, encode_terms
 from ..notes.names import new_ulid, safe_filename
 
@@ -138,7 +139,7 @@ class Drafter:
     worker processes; the entity matcher must already know every entity the batch names."""
 
     def __init__(self, settings: Settings, policy: Policy, extractor: Extractor, matcher: EntityMatcher | None,
-                 device: str, explain: bool):
+                 device: str, explain: bool, max_trust: str | None = None):
         self.defaults = settings.defaults
         self.settings = settings.write
         self.points = settings.extraction.importance
@@ -147,6 +148,7 @@ class Drafter:
         self.matcher = matcher if self.settings.link_entities else None
         self.device = device
         self.explain = explain
+        self.max_trust = max_trust  # the caller's (store/caller.py): a source may lower trust, never raise it
         self.near_duplicate = float(self.settings.near_duplicate)
 
     def draft(self, body: str, fields: dict[str, Any]) -> Draft:
@@ -168,7 +170,7 @@ class Drafter:
         else:
             score, parts = float(fields["score"]), [("given", float(fields["score"]))]
         source = str(fields.get("source") or d.source)
-        trust = self.policy.trust(source)
+        trust = lower_trust(self.policy.trust(source), self.max_trust)
         staged = bool(fields.get("candidate")) or trust in self.settings.stage_trust
         for name in [*fields["entity"], *extraction.names]:
             self.clean(name, redacted)  # the entity notes themselves are the writer's (Writer.ensure_entities)

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import TextTooLong, VaultmemError
+from ..text.encoding import check_text
 from .drafts import parse_time
 from .extract import POSITIONS
 
@@ -56,6 +57,10 @@ def check_item(policy: Policy, item: dict[str, Any], where: str, max_chars: int)
 
     A message never repeats a value it refuses (it may be a secret): it says what was expected.
     """
+    for name, value in item.items():  # a string UTF-8 cannot hold would fail as its note is written, after its entities'
+        for one in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(one, str):
+                check_text(one, f"{where}: {name}")
     unknown = set(item) - BATCH_FIELDS
     if unknown:  # a field's name is shown, cleaned like text (a JSON key can be anything)
         raise VaultmemError(f"{where}: unknown field(s) {policy.clean(', '.join(sorted(unknown)))[0]}; "

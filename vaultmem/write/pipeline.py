@@ -18,13 +18,14 @@ from ..text import terms as text
 from ..text.dedup import restates, words_and_numbers
 from .drafts import Draft, Drafter, entity_links, parse_time, union, worker_pool
 from .episodes import EpisodeLine
-from ..errors import VaultmemError, WriteConflict
+from ..errors import NamespaceDenied, VaultmemError, WriteConflict
 from .entities import EntityNotes
 from .items import WriteResult, check_item, given_fields
 from .seen import KNOWN_COLUMNS, Known, Seen, words_said
 from .batch.inflight import InFlight
 from .batch.pending import StaleNote
 from ..notes.versions import bump_version
+from ..store.caller import SHARED
 from ..store.index.records import note_score, retitle
 
 if TYPE_CHECKING:
@@ -97,6 +98,8 @@ class Writer:
         self.extractor = Extractor.of(vault)
         self.durable = durable
         self.want_explain = explain
+        self.caller = vault.caller  # fixed for the whole write
+        self.default_namespace = str(vault.settings.defaults.namespace)
         self._drafter: Drafter | None = None
         self.seen = Seen(vault.index.exists("kind = 'memory'"))  # the notes met so far, indexed or not
         self.flight = InFlight(vault, durable)  # the notes, day lines and audit events on their way to disk
@@ -104,8 +107,14 @@ class Writer:
 
     # -- checks that run before anything is written --------------------------------------------
     def check(self, item: dict[str, Any], where: str) -> tuple[str, dict[str, Any]]:
-        """Validate one item before anything is written (write/items.py: check_item)."""
-        return check_item(self.policy, item, where, self.settings.max_text_chars)
+        """Validate one item before anything is written (write/items.py: check_item), and that its
+        caller may write into its namespace (store/caller.py)."""
+        body, fields = check_item(self.policy, item, where, self.settings.max_text_chars)
+        try:
+            self.caller.write_namespace(fields.get("namespace"), self.default_namespace)
+        except NamespaceDenied as exc:
+            raise NamespaceDenied(f"{where}: {exc}") from None
+        return body, fields
 
     # -- the pipeline ------------------------------------------------------------------------------
     def write(self, body: str, fields: dict[str, Any]) -> WriteResult:
@@ -166,7 +175,7 @@ class Writer:
         if self._drafter is None:
             matcher = self.entities.matcher() if self.settings.link_entities else None
             self._drafter = Drafter(self.vault.settings, self.policy, self.extractor, matcher, self.vault.device,
-                                    self.want_explain)
+                                    self.want_explain, self.caller.trust)
         return self._drafter
 
     def ensure_entities(self, checked: Iterable[tuple[str, dict[str, Any]]]) -> None:
@@ -481,16 +490,21 @@ class Writer:
         self.flight.audit.append({"event": "supersede", "id": old.id, "path": old.path})
 
     def _log(self, draft: Draft, title: str, action: str, note_id: str) -> None:
-        if self.settings.episodes:
+        if self.settings.episodes and self._public(draft.meta["namespace"]):
             self.flight.episodes.append(EpisodeLine(draft.meta["timestamp"], title, draft.meta["source"]))
         event = {"event": "remember", "action": action, "id": note_id, "title": title}
         if draft.redacted:
             event["redacted"] = sorted(set(draft.redacted))
         self.flight.audit.append(event)
 
-    def log_unchanged(self, result: WriteResult, when: dt.datetime, source: str) -> None:
+    def _public(self, namespace: str) -> bool:
+        """Whether a memory of this namespace gets a line in the day note, which every agent reads: a
+        private one does not (its line would show its title, the first words of its text, to all)."""
+        return namespace in (SHARED, self.default_namespace, "")
+
+    def log_unchanged(self, result: WriteResult, when: dt.datetime, source: str, namespace: str = "") -> None:
         """A batch re-run still owes the episode line an interrupted run may not have written."""
-        if self.settings.episodes and result.action == "unchanged":
+        if self.settings.episodes and result.action == "unchanged" and self._public(namespace):
             self.flight.episodes.append(EpisodeLine(when, result.title, source))
 
     def finish(self) -> None:
@@ -573,7 +587,7 @@ def _remember_many(vault: Store, items: list[dict[str, Any]], progress: Callable
                 result = writer.settle(draft, fields.get("supersedes"), given_fields(fields))
                 if result.action == "unchanged":
                     writer.log_unchanged(result, parse_time(fields.get("timestamp")), str(fields.get("source") or
-                                         vault.settings.defaults.source))
+                                         vault.settings.defaults.source), str(fields.get("namespace") or ""))
                 results.append(result)
                 if progress:
                     progress(n)

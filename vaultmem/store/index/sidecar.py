@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ...text import terms as text
-from ...errors import IndexDamaged
+from ...errors import IndexDamaged, VaultmemError
 from ..files import remove_tree
 from .sqlrows import SCHEMA, connect, is_damage, transaction
 from ..writelock import WriteLock, notice
@@ -63,6 +63,8 @@ def usable_cache(cache_dir: Path, vault_root: Path) -> Path:
         os.close(os.open(cache_dir / "write.lock", os.O_RDWR | os.O_CREAT, 0o644))
         return cache_dir
     except OSError as exc:
+        if exc.errno in (errno.EEXIST, errno.ENOTDIR, errno.EISDIR):  # a sync tool's mix-up, a stray copy
+            raise _in_the_way(cache_dir, exc) from None
         if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
             raise
     home = os.environ.get("VAULTMEM_HOME")
@@ -71,6 +73,15 @@ def usable_cache(cache_dir: Path, vault_root: Path) -> Path:
     fallback = base / hashlib.sha256(os.fsencode(vault_root)).hexdigest()[:16]
     fallback.mkdir(parents=True, exist_ok=True)
     return fallback
+
+
+def _in_the_way(cache_dir: Path, exc: OSError) -> VaultmemError:
+    """The error for a file where the cache folder must be (EEXIST, ENOTDIR), or a folder where its lock file must be."""
+    folder = exc.errno == errno.EISDIR
+    where = Path(exc.filename) if folder and exc.filename else cache_dir
+    return VaultmemError(f"{where} is a {'folder' if folder else 'file'}, where vaultmem keeps its index "
+                         f"{'lock file' if folder else 'folder'}: move it away and run the command again (the index "
+                         "is rebuilt from the notes)")
 
 
 class Sidecar:

@@ -16,11 +16,12 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
 
-from ...errors import VaultmemError
+from ...errors import MissingArgument, VaultmemError
 from . import settings as cfg
 from .turns import TurnWorker, called_tool, paragraphs
 
@@ -162,11 +163,14 @@ class VaultmemProvider:
         exists = (choice.path / ".vaultmem").is_dir()
         if self._vault is not None:  # initialised again: the vault named now replaces the old one
             self._vault.close()
-        self._vault = Vault(choice.path) if exists else Vault.init(choice.path)
-        self._vault.use_working_set()  # the provider lives as long as the agent: its memories answer first
+        vault = Vault(choice.path) if exists else Vault.init(choice.path)
+        vault.use_working_set()  # the provider lives as long as the agent: its memories answer first
         self._budget = cfg.budget_of(self._settings())
         self._private = str(self._settings().get("namespace") or self._identity or SOURCE)
-        self._shared = str(self._vault.settings.defaults.namespace)
+        self._shared = str(vault.settings.defaults.namespace)
+        # every tool acts for this agent: its namespace and `shared`, never another agent's; its writes
+        # trusted as the vault's policy rates `hermes` (agent, unless policy.user_sources lists it)
+        self._vault = vault.as_surface(SOURCE, namespace=self._private)
         if self.writes and self._worker is None:
             self._worker = TurnWorker()
 
@@ -260,6 +264,8 @@ class VaultmemProvider:
             return _error("the tool's arguments must be a JSON object")
         try:
             return json.dumps(handler(args), ensure_ascii=False)
+        except MissingArgument as exc:  # named as this tool's parameters, not the API's or the CLI's
+            return _error(exc.said({name: name for name in _parameters(tool_name)}))
         except VaultmemError as exc:
             return _error(str(exc))
         except Exception as exc:  # a tool result, never a traceback in the conversation
@@ -406,8 +412,12 @@ def fenced(block: str) -> str:
     cannot close the fence early (its tag inside the text is defused)."""
     if not block.strip():
         return ""
-    safe = block.replace(f"<{FENCE}", f"<\u200b{FENCE}").replace(f"</{FENCE}", f"</\u200b{FENCE}")
+    safe = _FENCE_TAG.sub(lambda m: f"<{m[1]}\u200b{m[2]}", block)
     return f"<{FENCE}>\n{RECALL_NOTE}\n{safe}\n</{FENCE}>"
+
+
+# the fence's tag in any case and spacing a model could read as it (`</VAULTMEM-RECALL>`, `< /vaultmem-recall`)
+_FENCE_TAG = re.compile(rf"<([\s/]{{0,8}})({re.escape(FENCE)})", re.IGNORECASE)
 
 
 def _mirrored(vault: Any, tag: str, namespace: str, old_text: str) -> list[Any]:
@@ -422,6 +432,12 @@ def _can_create(path: Path) -> bool:
         if parent.exists():
             return parent.is_dir() and os.access(parent, os.W_OK | os.X_OK)
     return False
+
+
+def _parameters(tool_name: str) -> list[str]:
+    """The parameters of one of the tools, from its schema."""
+    return [name for schema in TOOL_SCHEMAS if schema["name"] == tool_name
+            for name in schema["parameters"]["properties"]]
 
 
 def _text_arg(args: dict[str, Any], key: str) -> str:
