@@ -41,6 +41,7 @@ from ..errors import ConfigError, InvalidValue
 from ..settings import default_settings
 from ..text.normalise import DAY_OFFSETS, NORMALISERS
 from ..text.terms import LazyPattern
+from .userregex import compile_user_regex
 
 if TYPE_CHECKING:
     from ..settings import ExtractionSettings, ImportancePoints
@@ -458,10 +459,7 @@ def _user_rule(i: int, spec: Any) -> Rule:
         raise ConfigError(f"{where}: needs a type and a regex, both text")
     if not isinstance(context, (list, tuple)) or not all(isinstance(w, str) for w in context):
         raise ConfigError(f"{where} ({type_}): context must be a list of words")
-    try:
-        regex = re.compile(pattern)
-    except re.error as exc:
-        raise ConfigError(f"{where} ({type_}): invalid regex {pattern!r}: {exc}") from None
+    regex = compile_user_regex(pattern, f"{where} ({type_})")
     return Rule(type_, regex, tuple(w.lower() for w in context), "text", digit=False)
 
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, PolicyViolation
 from ..text.terms import LazyPattern, normalize, normalize_tag
+from .userregex import compile_user_regex
 
 if TYPE_CHECKING:
     from ..settings import PolicySettings
@@ -383,10 +384,7 @@ def _user_rule(spec: Any, action: str) -> _Rule:
     unknown = set(spec) - {"name", "regex", "action"}
     if unknown:
         raise ConfigError(f"policy.patterns rule {name!r}: unknown setting {sorted(unknown)[0]!r}")
-    try:
-        regex = re.compile(spec["regex"])
-    except re.error as exc:
-        raise ConfigError(f"policy.patterns rule {name!r}: invalid regex ({exc})") from None
+    regex = compile_user_regex(spec["regex"], f"policy.patterns rule {name!r}")
     if regex.fullmatch(""):
         raise ConfigError(f"policy.patterns rule {name!r}: the regex matches empty text; a secret has characters")
     rule_action = _check_action(spec.get("action", action), f"policy.patterns rule {name!r}: action")
