@@ -41,7 +41,6 @@ from ..errors import ConfigError, InvalidValue
 from ..settings import default_settings
 from ..text.normalise import DAY_OFFSETS, NORMALISERS
 from ..text.terms import LazyPattern
-from .userregex import compile_user_regex
 
 if TYPE_CHECKING:
     from ..settings import ExtractionSettings, ImportancePoints
@@ -451,6 +450,8 @@ def _date_kind(low: str, start: int, end: int) -> str:
 
 def _user_rule(i: int, spec: Any) -> Rule:
     """A Rule from a config mapping {type, regex, context?}; ConfigError names the rule when it is malformed."""
+    from .userregex import compile_user_regex  # only a config with rules of its own needs the check
+
     where = f"extraction.rules[{i}]"
     if not isinstance(spec, Mapping) or set(spec) - {"type", "regex", "context"}:
         raise ConfigError(f"{where}: must be a mapping with type, regex and optional context")

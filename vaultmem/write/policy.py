@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, PolicyViolation
 from ..text.terms import LazyPattern, normalize, normalize_tag
-from .userregex import compile_user_regex
 
 if TYPE_CHECKING:
     from ..settings import PolicySettings
@@ -378,6 +377,8 @@ def _check_action(action: Any, where: str) -> str:
 
 def _user_rule(spec: Any, action: str) -> _Rule:
     """Compile one entry of policy.patterns, or raise ConfigError naming the rule (never its regex)."""
+    from .userregex import compile_user_regex  # only a config with rules of its own needs the check
+
     if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str) or not isinstance(spec.get("regex"), str):
         raise ConfigError("each rule in policy.patterns needs a name and a regex, e.g. {name: employee_id, regex: ...}")
     name = spec["name"]
