@@ -288,6 +288,7 @@ def test_user_cues_add_to_the_built_ins():
 
 @pytest.mark.parametrize("rules, message", [
     ([{"type": "bad", "regex": "TKT-(\\d+"}], r"extraction.rules\[0\] \(bad\): invalid regex"),
+    ([{"type": "run", "regex": "(a+)+$"}], r"extraction.rules\[0\] \(run\): refused: the regex can match one text"),
     ([{"regex": "x"}], r"extraction.rules\[0\]: needs a type and a regex"),
     ([{"type": "t", "regex": "x", "context": "ticket"}], "context must be a list"),
     ([{"type": "t", "regex": "x", "flags": "i"}], "must be a mapping with type, regex"),

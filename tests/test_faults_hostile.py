@@ -6,9 +6,13 @@ Each bad file becomes an error of that file (doctor names it) while every other 
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import shutil
+import signal
 import subprocess
 import sys
-import time
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +21,7 @@ from vaultmem.config import MAX_CONFIG_BYTES, load_config
 from vaultmem.errors import ConfigError, NoteFormatError
 from vaultmem.notes.note import parse_note
 
-from .conftest import REPO, write_note
+from .conftest import REPO, snapshot_files, write_note
 
 
 def alias_bomb(levels: int) -> str:
@@ -39,14 +43,31 @@ def unparsable(vault: Vault) -> dict[str, str]:
     return {item["path"]: item["error"] for item in vault.doctor().unparsable}
 
 
+def node_budget(monkeypatch, nodes: int = 10_000) -> list[int]:
+    """Count the YAML nodes the bomb check visits, failing the moment it passes `nodes`: a check that
+    walked the expansion of alias_bomb(9) (9 ** 9 values) fails at once instead of running for hours."""
+    from vaultmem.notes import plainyaml
+
+    visits = [0]
+    children = plainyaml._children
+
+    def counted(node):
+        visits[0] += 1
+        assert visits[0] <= nodes, f"the YAML check visited more than {nodes} nodes: it expands the aliases"
+        return children(node)
+
+    monkeypatch.setattr(plainyaml, "_children", counted)
+    return visits
+
+
 # --- 1. YAML alias bombs and deep nesting in a note ------------------------------------------
 
 
-def test_an_alias_bomb_is_a_format_error_of_the_note():
-    started = time.perf_counter()
+def test_an_alias_bomb_is_a_format_error_of_the_note(monkeypatch):
+    visits = node_budget(monkeypatch)
     with pytest.raises(NoteFormatError, match="aliases expand it by more than 100,000 characters"):
         parse_note(bomb_note(9), "memories/bomb.md")  # 9 ** 9 values: hours of walking for its links
-    assert time.perf_counter() - started < 1
+    assert visits[0] > 0  # refused by the check, each node measured once
 
 
 def test_a_vault_with_an_alias_bomb_recalls_the_rest_and_doctor_names_it(vault):
@@ -145,11 +166,11 @@ def test_invalid_yaml_is_one_line_naming_the_line(tmp_path):
     assert "\n" not in message and message.startswith(f"{tmp_path / 'config.yaml'}, line 3: not valid YAML: ")
 
 
-def test_a_config_alias_bomb_is_refused_at_once(tmp_path):
-    started = time.perf_counter()
+def test_a_config_alias_bomb_is_refused_at_once(tmp_path, monkeypatch):
+    visits = node_budget(monkeypatch)
     with pytest.raises(ConfigError, match="YAML bomb"):
         load_config(config_file(tmp_path, alias_bomb(9)))
-    assert time.perf_counter() - started < 1
+    assert visits[0] > 0
 
 
 def test_a_config_over_the_size_bound_is_refused(tmp_path):
@@ -328,3 +349,70 @@ def test_the_fast_recall_escapes_them_too_and_json_is_escaped(hostile):
     out = CliRunner().invoke(app, ["recall", "contract", "--json", "--vault", str(hostile.root)]).output
     assert not any(ch in out for ch in "\x1b\x07\x9b\r\x7f")
     assert json.loads(out)[0]["content"].startswith(f"contract terms {ATTACK}")
+
+
+# --- 7. a regex in config.yaml that backtracks for ever (issue 28 item 3) ---------------------
+
+HANG = 120  # seconds: each command below takes well under one; on c0f8b21 each spun until killed
+BACKTRACKS = "a" * 32 + "!"  # the text (a+)+$ fails on in 2 ** 31 ways
+
+
+def with_rule(vault: Vault, section: str = "policy") -> None:
+    """Give config.yaml a rule whose regex is (a+)+$, in policy.patterns or in extraction.rules."""
+    config = vault.state / "config.yaml"
+    empty, rule = {"policy": ("  patterns: []", "  patterns: [{name: evil, regex: '(a+)+$'}]"),
+                   "extraction": ("  rules: []", "  rules: [{type: evil, regex: '(a+)+$'}]")}[section]
+    config.write_text(config.read_text(encoding="utf-8").replace(empty, rule, 1), encoding="utf-8")
+
+
+def bounded(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Run a command in a process group of its own; one still running after HANG seconds is killed with
+    its children (a git hook's interpreter too) and fails the test."""
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd or REPO,
+                            start_new_session=True, env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"})
+    try:
+        out, err = proc.communicate(timeout=HANG)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail(f"{shlex.join(args)[:120]} still ran after {HANG} s: a regex of config.yaml backtracks")
+    return subprocess.CompletedProcess(args, proc.returncode, out, err)
+
+
+def vaultmem_cli(*args: str) -> subprocess.CompletedProcess:
+    return bounded(sys.executable, "-m", "vaultmem", *args)
+
+
+def refused_with_one_line(done: subprocess.CompletedProcess, rule: str = "policy.patterns rule 'evil'") -> bool:
+    return done.returncode == 1 and done.stderr.startswith(f"Error: {rule}: refused: ") and done.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("section, rule", [("policy", "policy.patterns rule 'evil'"),
+                                           ("extraction", "extraction.rules[0] (evil)")])
+def test_remember_with_a_regex_that_backtracks_for_ever_is_one_error_and_writes_nothing(vault, section, rule):
+    with_rule(vault, section)
+    before = snapshot_files(vault.root)
+    done = vaultmem_cli("remember", BACKTRACKS, "--vault", str(vault.root))
+    assert refused_with_one_line(done, rule), done.stderr
+    assert snapshot_files(vault.root) == before
+
+
+def test_lint_with_a_regex_that_backtracks_for_ever_is_one_error(vault):
+    write_note(vault, "memories/A run of a.md", f"---\nid: 01J0000000000000000000RUNA\ntype: fact\n---\n{BACKTRACKS}\n")
+    with_rule(vault)
+    before = snapshot_files(vault.root)
+    done = vaultmem_cli("lint", "--vault", str(vault.root))
+    assert refused_with_one_line(done), done.stderr
+    assert snapshot_files(vault.root) == before
+
+
+def test_the_pre_commit_hook_with_a_regex_that_backtracks_for_ever_refuses_the_commit_at_once(vault):
+    git = [shutil.which("git"), "-C", str(vault.root), "-c", "user.name=Test", "-c", "user.email=test@example.com"]
+    assert bounded(*git, "init", "-q", "-b", "main").returncode == 0
+    assert vaultmem_cli("hook", "install", "--vault", str(vault.root)).returncode == 0
+    write_note(vault, "memories/A run of a.md", f"---\nid: 01J0000000000000000000RUNA\ntype: fact\n---\n{BACKTRACKS}\n")
+    with_rule(vault)
+    assert bounded(*git, "add", "-A").returncode == 0
+    refused = bounded(*git, "commit", "-q", "-m", "a run of a")
+    assert refused.returncode == 1 and "Error: policy.patterns rule 'evil': refused: " in refused.stderr
+    assert bounded(*git, "rev-parse", "-q", "--verify", "HEAD").returncode != 0  # nothing committed

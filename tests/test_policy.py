@@ -232,6 +232,7 @@ def test_a_bad_user_regex_names_the_rule_not_the_pattern():
     ({"patterns": [{"name": "x", "regex": "x", "action": "shred"}]}, "rule 'x': action must be redact or hash"),
     ({"patterns": [{"name": "x", "regex": "x", "flags": "i"}]}, "rule 'x': unknown setting 'flags'"),
     ({"patterns": [{"name": "q", "regex": "q*"}]}, "rule 'q': the regex matches empty text"),
+    ({"patterns": [{"name": "run", "regex": "(a+)+$"}]}, "rule 'run': refused: the regex can match one text in"),
     ({"blocked_tags": "password"}, "policy.blocked_tags must be a list of strings"),
 ])
 def test_bad_settings_raise_config_error(settings, message):

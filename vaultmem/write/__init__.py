@@ -6,7 +6,8 @@ sure of first), seen (what a write knows of notes beyond the index), drafts
 (the pure half: policy -> extract -> importance -> links -> the rendered draft, also run in worker
 processes), batch/ (what a write holds on its way to disk, InFlight, and its finish as named
 steps; the notes waiting to be written, PendingNotes), policy (secrets and blocked tags), extract
-(typed values and cues), links (entities and wikilinks), episodes (day notes) and memorable (why a
+(typed values and cues), userregex (a config regex compiled only when it cannot backtrack without
+bound), links (entities and wikilinks), episodes (day notes) and memorable (why a
 text is worth keeping). Single writes run through the same Writer, drafts and batch objects. It takes a
 store.Store and may import store/, notes/, text/, vaultmem.config, vaultmem.settings and vaultmem.errors; never
 recall/, lifecycle/, the facade or a surface.

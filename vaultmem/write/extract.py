@@ -450,6 +450,8 @@ def _date_kind(low: str, start: int, end: int) -> str:
 
 def _user_rule(i: int, spec: Any) -> Rule:
     """A Rule from a config mapping {type, regex, context?}; ConfigError names the rule when it is malformed."""
+    from .userregex import compile_user_regex  # only a config with rules of its own needs the check
+
     where = f"extraction.rules[{i}]"
     if not isinstance(spec, Mapping) or set(spec) - {"type", "regex", "context"}:
         raise ConfigError(f"{where}: must be a mapping with type, regex and optional context")
@@ -458,10 +460,7 @@ def _user_rule(i: int, spec: Any) -> Rule:
         raise ConfigError(f"{where}: needs a type and a regex, both text")
     if not isinstance(context, (list, tuple)) or not all(isinstance(w, str) for w in context):
         raise ConfigError(f"{where} ({type_}): context must be a list of words")
-    try:
-        regex = re.compile(pattern)
-    except re.error as exc:
-        raise ConfigError(f"{where} ({type_}): invalid regex {pattern!r}: {exc}") from None
+    regex = compile_user_regex(pattern, f"{where} ({type_})")
     return Rule(type_, regex, tuple(w.lower() for w in context), "text", digit=False)
 
 

@@ -377,16 +377,15 @@ def _check_action(action: Any, where: str) -> str:
 
 def _user_rule(spec: Any, action: str) -> _Rule:
     """Compile one entry of policy.patterns, or raise ConfigError naming the rule (never its regex)."""
+    from .userregex import compile_user_regex  # only a config with rules of its own needs the check
+
     if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str) or not isinstance(spec.get("regex"), str):
         raise ConfigError("each rule in policy.patterns needs a name and a regex, e.g. {name: employee_id, regex: ...}")
     name = spec["name"]
     unknown = set(spec) - {"name", "regex", "action"}
     if unknown:
         raise ConfigError(f"policy.patterns rule {name!r}: unknown setting {sorted(unknown)[0]!r}")
-    try:
-        regex = re.compile(spec["regex"])
-    except re.error as exc:
-        raise ConfigError(f"policy.patterns rule {name!r}: invalid regex ({exc})") from None
+    regex = compile_user_regex(spec["regex"], f"policy.patterns rule {name!r}")
     if regex.fullmatch(""):
         raise ConfigError(f"policy.patterns rule {name!r}: the regex matches empty text; a secret has characters")
     rule_action = _check_action(spec.get("action", action), f"policy.patterns rule {name!r}: action")
