@@ -327,8 +327,38 @@ def test_a_graph_writes_in_one_node_and_reads_in_the_next(vault):
     assert VaultStore(vault).list_namespaces() == [("alice", "memories"), ("bob", "memories")]
 
 
+# -- the retriever --------------------------------------------------------------------------------------------
+def test_the_retriever_returns_documents_with_the_notes_metadata(vault):
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
+
+    from vaultmem.integrations.langchain import VaultRetriever
+
+    made = vault.remember("Deploy window is Tuesday 22:00", tags=["ops"], source="ops-bot")
+    vault.remember("The staging host is st-04", tags=["ops"])
+    vault.remember("Lunch is at noon", tags=["life"])
+    retriever = VaultRetriever(vault=vault, k=2, recall={"tags": ["ops"]})
+    assert isinstance(retriever, BaseRetriever)
+    docs = retriever.invoke("when is the deploy window")
+    assert all(isinstance(d, Document) for d in docs) and len(docs) == 2
+    first = docs[0]
+    assert first.page_content == "Deploy window is Tuesday 22:00"
+    assert {k: first.metadata[k] for k in ("id", "title", "path", "tags", "source")} == {
+        "id": made.id, "title": made.title, "path": made.path, "tags": ["ops"], "source": "ops-bot"}
+    assert first.metadata["date"].startswith("20") and first.metadata["score"] > docs[1].metadata["score"]
+    assert [d.page_content for d in asyncio.run(retriever.ainvoke("staging host"))][0] == "The staging host is st-04"
+
+
+def test_a_retriever_over_a_callers_view_reads_only_its_namespaces(vault):
+    from vaultmem.integrations.langchain import VaultRetriever
+
+    vault.remember("Bob's locker combination is QUOKKA-7731", namespace="bob")
+    alice = VaultRetriever(vault=vault.as_caller(Caller(namespace="alice")), recall={"namespace": "*"})
+    assert alice.invoke("locker combination QUOKKA") == []
+
+
 # -- packaging ----------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("module", ["vaultmem.integrations.langgraph"])
+@pytest.mark.parametrize("module", ["vaultmem.integrations.langgraph", "vaultmem.integrations.langchain"])
 def test_without_the_extra_the_import_names_it_in_one_line(module):
     hide = "import sys\nfor name in ('langgraph', 'langgraph.store', 'langgraph.store.base', 'langchain_core'):\n" \
            "    sys.modules[name] = None\n"
