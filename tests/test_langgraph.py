@@ -5,6 +5,8 @@ where they can be compared, the notes a person reads, hand edits, namespaces as 
 from __future__ import annotations
 
 import asyncio
+import os
+import re
 import subprocess
 import sys
 import uuid
@@ -21,6 +23,7 @@ from vaultmem.notes.note import parse_note
 
 from .test_layers import _add_import, _copy, lint
 
+REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -296,6 +299,24 @@ def test_a_namespace_prefix_stops_at_a_label(store):
 
 
 # -- a graph -------------------------------------------------------------------------------------------------
+def _readme_block(after: str) -> tuple[str, str]:
+    """The README's python block after a heading, and the output block that follows it."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```(\w*)\n(.*?)^```", text[text.index(after):], re.MULTILINE | re.DOTALL)
+    (lang, code), (_, output) = blocks[0], blocks[1]
+    assert lang == "python"
+    return code, output
+
+
+def test_the_readmes_langgraph_graph_runs_and_prints_what_the_readme_shows(tmp_path):
+    code, output = _readme_block("## Use it from LangGraph")
+    env = {**os.environ, "VAULTMEM_HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == output
+
+
 def test_a_graph_writes_in_one_node_and_reads_in_the_next(vault):
     from dataclasses import dataclass
     from typing import TypedDict
