@@ -394,3 +394,14 @@ def test_the_core_importing_langgraph_breaks_a_contract(tmp_path):
     _add_import(root / "vaultmem" / "recall" / "context.py", "import langgraph")
     done = lint(root)
     assert done.returncode == 1 and "vaultmem.recall.context -> langgraph" in done.stdout, done.stdout
+
+
+def test_puts_of_one_key_from_many_threads_leave_one_current_note(vault):
+    from concurrent.futures import ThreadPoolExecutor
+
+    views = [VaultStore(vault.as_caller(Caller(namespace="users.alice"))) for _ in range(4)]  # a server's, per token
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda n: views[n % 4].put(("users", "alice"), "prefs", {"text": f"version {n}"}), range(12)))
+    live = [n for n in map(parse_note, (p.read_bytes() for p in (vault.root / "memories").glob("*.md")))
+            if n.meta.get("store_key") == "prefs" and n.meta["status"] == "active"]
+    assert len(live) == 1 and VaultStore(vault).get(("users", "alice"), "prefs").value == {"text": live[0].body.strip()}

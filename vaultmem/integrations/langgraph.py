@@ -22,9 +22,9 @@ one writer at a time, the caller's namespaces):
   without a query the recall's order by strength, score None), then `filter` on each value;
 - list_namespaces: the namespaces of the live items.
 
-Operations of one batch run in the order given. Puts through one VaultStore take turns, so two graph nodes
-putting one key never write two current notes; two processes doing so at the same moment may (get then
-answers with the newer, and the next put supersedes that one).
+Operations of one batch run in the order given. Puts through the stores of one Vault (and of its views) take
+turns, so two graph nodes or two requests putting one key never write two current notes; two processes doing
+so at the same moment may (get then answers with the newer, and the next put supersedes that one).
 """
 
 from __future__ import annotations
@@ -69,7 +69,6 @@ class VaultStore(BaseStore):
         self.vault = vault
         self.source = source
         self.lifecycle = lifecycle
-        self._putting = threading.Lock()
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run the operations in order; a result for each (None for a put)."""
@@ -120,7 +119,8 @@ class VaultStore(BaseStore):
         if not namespace or namespace[0] == "langgraph" or namespace == ("*",):
             raise InvalidNamespaceError(f"an item's namespace needs a first label other than 'langgraph' or '*', "
                                         f"not {namespace!r}")
-        with self._putting:
+        # one lock for the vault and all its views (a server's store per token): puts of one key take turns
+        with self.vault.reused("langgraph-puts", None, threading.Lock):
             current = self._current(namespace, key)
             if value is None:
                 if current is not None:
