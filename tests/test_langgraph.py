@@ -81,7 +81,7 @@ def test_an_item_is_a_note_a_person_reads_in_obsidian(vault, store):
     assert note.meta["namespace"] == "users.alice" and note.meta["store_key"] == "prefs"
     assert note.meta["store_text"] == "content" and note.meta["merge"] is False
     assert (note.meta["food"], note.meta["slices"]) == ("pizza", 3)  # the scalars are properties
-    assert note.meta["tags"] == ["langgraph", "langgraph/users/alice/prefs"]
+    assert note.meta["tags"] == ["langgraph", "langgraph/users", "langgraph/users/alice", "langgraph/users/alice/prefs"]
     assert note.body.startswith("A report\n\n```json\n")  # the text, then what no property can hold
     assert '"status": "published"' in note.body and '"pages"' in note.body
     assert note.meta["status"] == "active"  # the value's own "status" took nothing from vaultmem's

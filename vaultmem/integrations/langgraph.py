@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import Memory, MissingExtra, NoteNotFound, Vault
-from .storeitems import CREATED, KEY, MARK, fits, jsonable, key_tag, matches, note_of, value_of
+from .storeitems import CREATED, KEY, fits, item_tags, jsonable, matches, note_of, path_tag, value_of
 
 try:
     from langgraph.store.base import (BaseStore, GetOp, InvalidNamespaceError, Item, ListNamespacesOp, Op, PutOp,
@@ -50,7 +50,8 @@ __all__ = ["DEFAULT_LIFECYCLE", "DEFAULT_SOURCE", "VaultStore"]
 DEFAULT_SOURCE = "langgraph"
 DEFAULT_LIFECYCLE = "permanent"  # a stored item keeps its strength and is never gc's (as a person's own note is)
 _LIVE = ["candidate"]  # statuses a lookup shows besides recall's default (active, needs-verification)
-_FIRST_WINDOW = 50  # recall hits looked at first by a search or a listing; more while the filter wants them
+_FIRST_WINDOW = 50  # recall hits a search looks at first; more while its filter wants them
+_LISTING = 10_000  # a listing's first window: one recall for most stores (a recall costs what it returns)
 
 
 @dataclass(frozen=True)
@@ -95,8 +96,8 @@ class VaultStore(BaseStore):
     # -- one item ----------------------------------------------------------------------------------
     def _current(self, namespace: tuple[str, ...], key: str) -> _Found | None:
         """The item's current note (the newest, should two processes have written one at once), or None."""
-        hits = self.vault.recall("", tags=[key_tag(namespace, key)], namespace=".".join(namespace), include=_LIVE,
-                                 limit=10, record_access=False)
+        hits = self.vault.recall("", tags=[path_tag([*namespace, key])], namespace=".".join(namespace),
+                                 include=_LIVE, limit=10, record_access=False)
         found = [f for f in map(self._found, (h.id for h in hits)) if f is not None
                  and f.item.namespace == tuple(namespace) and f.item.key == key]
         return max(found, key=lambda f: f.item.updated_at, default=None)
@@ -132,7 +133,7 @@ class VaultStore(BaseStore):
             body, properties, title = note_of(key, value, current.item.created_at.isoformat() if current else None)
             fields: dict[str, Any] = {"title": title} if title else {}
             if current is None:
-                fields.update(tags=[MARK, key_tag(namespace, key)], lifecycle=self.lifecycle)
+                fields.update(tags=item_tags(namespace, key), lifecycle=self.lifecycle)
             else:  # the correction keeps the note's tags and lifecycle, a person's own among them
                 fields.update(supersedes=current.memory.id)
             self.vault.remember(body, namespace=".".join(namespace), source=self.source, merge=False,
@@ -144,7 +145,7 @@ class VaultStore(BaseStore):
         wanted = op.offset + op.limit
         read: dict[str, _Found | None] = {}  # each note read once, however many windows show it
         kept: list[tuple[_Found, float]] = []
-        for hits in self._windows(op.query or "", wanted):
+        for hits in self._windows(op.query or "", op.namespace_prefix, wanted):
             kept = []
             for hit in hits:
                 if not _under(hit.namespace, op.namespace_prefix):
@@ -160,25 +161,31 @@ class VaultStore(BaseStore):
         return [_searched(found, score if op.query else None) for found, score in page]
 
     def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        *_, hits = self._windows("", None)  # the last window holds every live item
+        *_, hits = self._windows("", _fixed(op.match_conditions), _LISTING)  # the last window holds them all
         names = {tuple(h.namespace.split(".")) for h in hits if h.namespace}
         names = {n for n in names if all(fits(n, c.match_type, c.path) for c in op.match_conditions or ())}
         if op.max_depth is not None:
             names = {n[:op.max_depth] for n in names}
         return sorted(names)[op.offset:op.offset + op.limit]
 
-    def _windows(self, query: str, wanted: int | None) -> Iterable[list[Any]]:
-        """Recalls of the store's live notes (every namespace the caller may read), each four times as long as
-        the one before, until one comes back short (there are no more) or holds `wanted` kept ones (the caller
-        stops then)."""
-        window = max(_FIRST_WINDOW, wanted or 0)
+    def _windows(self, query: str, prefix: tuple[str, ...], wanted: int) -> Iterable[list[Any]]:
+        """Recalls of the live items under a namespace prefix (its tag; in every namespace the caller may read),
+        each four times as long as the one before, until one comes back short (there are no more) or holds
+        `wanted` kept ones (the caller stops then)."""
+        window = max(_FIRST_WINDOW, wanted)
         while True:
-            hits = self.vault.recall(query, tags=[MARK], namespace="*", include=_LIVE, limit=window,
+            hits = self.vault.recall(query, tags=[path_tag(prefix)], namespace="*", include=_LIVE, limit=window,
                                      record_access=False)
             yield hits
             if len(hits) < window:
                 return
             window *= 4
+
+
+def _fixed(conditions: Iterable[Any] | None) -> tuple[str, ...]:
+    """The labels a listing's prefix condition fixes before its first wildcard (() for none)."""
+    prefix = next((tuple(c.path) for c in conditions or () if c.match_type == "prefix"), ())
+    return prefix[:prefix.index("*")] if "*" in prefix else prefix
 
 
 def _under(namespace: str, prefix: tuple[str, ...]) -> bool:

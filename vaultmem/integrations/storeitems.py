@@ -3,7 +3,8 @@ store's search and listing apply. Pure: no IO, no framework (langgraph.py stores
 
 An item (a namespace tuple, a key, a JSON value) is one note:
 - namespace ("users", "alice"): the note's vault namespace "users.alice" (a label holds no ".");
-- key: the note's `store_key` property, and its tag `langgraph/users/alice/<key>`;
+- key: the note's `store_key` property; its tags are `langgraph`, `langgraph/users`, `langgraph/users/alice`
+  (one per enclosing namespace) and `langgraph/users/alice/<key>`;
 - value: its text field (the first of `text`, `content`, `memory` that holds text; `store_text` names it) is
   the body; the fields a property can hold (text, numbers, booleans, null, flat lists of those, under a name
   that is not vaultmem's own) are properties; the others follow the text as a ```json block ending the body.
@@ -23,8 +24,8 @@ from typing import Any
 
 from .. import OWN_PROPERTIES
 
-__all__ = ["CREATED", "KEY", "MARK", "STORE_PROPERTIES", "TEXT", "TEXT_FIELDS", "fits", "jsonable", "key_tag",
-           "matches", "note_of", "value_of"]
+__all__ = ["CREATED", "KEY", "MARK", "STORE_PROPERTIES", "TEXT", "TEXT_FIELDS", "fits", "item_tags", "jsonable",
+           "matches", "note_of", "path_tag", "value_of"]
 
 MARK = "langgraph"  # the tag of every item's note: how the store finds its notes among the vault's
 TEXT_FIELDS = ("text", "content", "memory")
@@ -37,11 +38,17 @@ _ORDER: dict[str, Callable[[Any, Any], bool]] = {"$gt": operator.gt, "$gte": ope
                                                  "$lte": operator.le}
 
 
-def key_tag(namespace: Sequence[str], key: str) -> str:
-    """The nested tag of an item (`langgraph/users/alice/prefs`): one posting list in the index, so a
-    lookup by key is one exact tag; a tree in Obsidian's tag pane. Characters a tag cannot hold become
-    `-`; two items whose tags collide are told apart by their properties."""
-    return "/".join([MARK, *(_NOT_TAG.sub("-", part).strip("-") or "-" for part in (*namespace, key))])
+def path_tag(labels: Sequence[str]) -> str:
+    """The nested tag of a namespace, or of an item with its key as the last label (`langgraph/users/alice/prefs`):
+    one posting list in the index, so finding what is under it is one exact tag; a tree in Obsidian's tag pane.
+    Characters a tag cannot hold become `-`: what collides is told apart by namespace and key."""
+    return "/".join([MARK, *(_NOT_TAG.sub("-", label).strip("-") or "-" for label in labels)])
+
+
+def item_tags(namespace: Sequence[str], key: str) -> list[str]:
+    """An item's tags: its namespace's and each enclosing one's (`langgraph` the outermost), so a search of
+    any prefix reads one tag; then its own, so a get does."""
+    return [path_tag(namespace[:depth]) for depth in range(len(namespace) + 1)] + [path_tag([*namespace, key])]
 
 
 def jsonable(value: Any) -> Any:
