@@ -250,6 +250,14 @@ def test_a_deleted_items_namespace_is_no_longer_listed(store):
     assert store.list_namespaces() == []
 
 
+def test_a_persons_own_notes_tagged_langgraph_are_no_items(vault, store):
+    vault.remember("LangGraph compiles a StateGraph before it runs", tags=["langgraph"])
+    vault.remember("A note on LangGraph's stores", tags=["langgraph/docs"], namespace="research")
+    store.put(("docs",), "k", {"text": "a store item about LangGraph"})
+    assert store.list_namespaces() == [("docs",)]
+    assert [i.key for i in store.search((), query="LangGraph")] == ["k"]
+
+
 # -- batches -----------------------------------------------------------------------------------------------
 def test_abatch_runs_every_kind_of_operation_in_order(store):
     ops = [PutOp(("users", "alice"), "prefs", {"text": "Alice likes pizza"}), GetOp(("users", "alice"), "prefs"),

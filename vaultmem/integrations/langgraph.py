@@ -150,7 +150,9 @@ class VaultStore(BaseStore):
             for hit in hits:
                 if not _under(hit.namespace, op.namespace_prefix):
                     continue
-                found = read[hit.id] if hit.id in read else read.setdefault(hit.id, self._found(hit.id))
+                if hit.id not in read:
+                    read[hit.id] = self._found(hit.id)
+                found = read[hit.id]
                 if found is not None and (not op.filter or matches(found.item.value, op.filter)):
                     kept.append((found, hit.final))
             if len(kept) >= wanted:
@@ -162,8 +164,13 @@ class VaultStore(BaseStore):
 
     def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         *_, hits = self._windows("", _fixed(op.match_conditions), _LISTING)  # the last window holds them all
-        names = {tuple(h.namespace.split(".")) for h in hits if h.namespace}
-        names = {n for n in names if all(fits(n, c.match_type, c.path) for c in op.match_conditions or ())}
+        by_namespace: dict[tuple[str, ...], list[str]] = {}
+        for hit in hits:
+            if hit.namespace:
+                by_namespace.setdefault(tuple(hit.namespace.split(".")), []).append(hit.id)
+        # a namespace is listed for an item in it: one note read, unless a person tagged notes of theirs `langgraph`
+        names = {n for n, ids in by_namespace.items() if all(fits(n, c.match_type, c.path) for c in op.match_conditions
+                                                            or ()) and any(map(self._found, ids))}
         if op.max_depth is not None:
             names = {n[:op.max_depth] for n in names}
         return sorted(names)[op.offset:op.offset + op.limit]
