@@ -48,7 +48,7 @@ except ImportError:
 __all__ = ["DEFAULT_LIFECYCLE", "DEFAULT_SOURCE", "VaultStore"]
 
 DEFAULT_SOURCE = "langgraph"
-DEFAULT_LIFECYCLE = "permanent"  # a stored item keeps its strength and is never gc's (as a person's own note is)
+DEFAULT_LIFECYCLE = "permanent"  # a stored item keeps its strength and gc never archives it (as a person's own note)
 _LIVE = ["candidate"]  # statuses a lookup shows besides recall's default (active, needs-verification)
 _FIRST_WINDOW = 50  # recall hits a search looks at first; more while its filter wants them
 _LISTING = 10_000  # a listing's first window: one recall for most stores (a recall costs what it returns)
@@ -168,9 +168,10 @@ class VaultStore(BaseStore):
         for hit in hits:
             if hit.namespace:
                 by_namespace.setdefault(tuple(hit.namespace.split(".")), []).append(hit.id)
+        conditions = op.match_conditions or ()
         # a namespace is listed for an item in it: one note read, unless a person tagged notes of theirs `langgraph`
-        names = {n for n, ids in by_namespace.items() if all(fits(n, c.match_type, c.path) for c in op.match_conditions
-                                                            or ()) and any(map(self._found, ids))}
+        names = {name for name, ids in by_namespace.items()
+                 if all(fits(name, c.match_type, c.path) for c in conditions) and any(map(self._found, ids))}
         if op.max_depth is not None:
             names = {n[:op.max_depth] for n in names}
         return sorted(names)[op.offset:op.offset + op.limit]
