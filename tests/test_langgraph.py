@@ -386,6 +386,17 @@ def test_a_retriever_over_a_callers_view_reads_only_its_namespaces(vault):
     assert alice.invoke("locker combination QUOKKA") == []
 
 
+def test_the_store_benchmark_runs(tmp_path):
+    import json
+
+    out = tmp_path / "figures.json"
+    done = subprocess.run([sys.executable, str(REPO / "bench" / "langgraph_store.py"), "--smoke", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "VAULTMEM_HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    figures = json.loads(out.read_text(encoding="utf-8"))
+    assert set(figures["vaultmem"]) == set(figures["inmemory"]) and figures["vaultmem"]["get_ms"] > 0
+
+
 # -- packaging ----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("module", ["vaultmem.integrations.langgraph", "vaultmem.integrations.langchain"])
 def test_without_the_extra_the_import_names_it_in_one_line(module):
