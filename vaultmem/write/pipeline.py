@@ -321,9 +321,21 @@ class Writer:
 
     def _own(self, known: Known) -> bool:
         """Whether a note is one of its own (`merge: false`): nothing is folded into it, and only an explicit
-        supersede retires it. Loaded for the write that may change it (a save since it was indexed: StaleNote)."""
-        self.flight.notes.load(known.path, known.sha)
-        return self.flight.notes.peek(known.path)[0].get("merge") is False
+        supersede retires it."""
+        meta = self._held_meta(known)
+        return meta is not None and meta.get("merge") is False
+
+    def _held_meta(self, known: Known) -> dict[str, Any] | None:
+        """A note's properties as this write holds them (loaded or waiting), else as its file has them now
+        (None: gone or unparsable). Reading them loads nothing for an edit."""
+        from ..notes.note import parse_note
+
+        if known.path in self.flight.notes:
+            return self.flight.notes.peek(known.path)[0]
+        try:
+            return parse_note((self.vault.root / known.path).read_bytes(), known.path).meta
+        except (OSError, VaultmemError):
+            return None
 
     def _live(self, known: Known | None) -> Known | None:
         """The note as this write knows it now, if it is still active."""
@@ -351,14 +363,11 @@ class Writer:
     def _finish_supersede(self, known: Known) -> None:
         """A note found again that supersedes one still active: a write killed (or failed) between
         creating it and marking the old one finishes now, on its retry."""
-        from ..notes.note import extract_links, parse_note
+        from ..notes.note import extract_links
 
         if known.path in self.flight.notes or known.status != "active":
             return
-        try:
-            target = parse_note((self.vault.root / known.path).read_bytes(), known.path).meta.get("supersedes")
-        except (OSError, VaultmemError):
-            return
+        target = (self._held_meta(known) or {}).get("supersedes")
         titles = extract_links(target) if isinstance(target, str) else []
         if not titles:
             return
@@ -390,9 +399,10 @@ class Writer:
         says something new or restates the note after `reinforce_hours` (once within them).
         None when the statement would grow the note past `merge_cap` characters: a note is one
         memory, not the pile of every message that names an invoice."""
-        if self._own(target):
-            return None
+        self.flight.notes.load(target.path, target.sha)
         held_meta, held_body = self.flight.notes.peek(target.path)
+        if held_meta.get("merge") is False:
+            return None  # a note of its own: nothing is folded into it
         if _holds(held_meta, held_body, draft):
             draft.decided(f"{target.path} already holds this statement and these tags")
             return self._result("unchanged", target, draft, note_score(held_meta.get("score")))
