@@ -424,3 +424,18 @@ def test_puts_of_one_key_from_many_threads_leave_one_current_note(vault):
     live = [n for n in map(parse_note, (p.read_bytes() for p in (vault.root / "memories").glob("*.md")))
             if n.meta.get("store_key") == "prefs" and n.meta["status"] == "active"]
     assert len(live) == 1 and VaultStore(vault).get(("users", "alice"), "prefs").value == {"text": live[0].body.strip()}
+
+
+def test_two_current_notes_of_one_key_answer_as_one_item_the_newer(vault, store):
+    store.put(("users", "alice"), "prefs", {"text": "Alice likes pizza"})
+    path = _item_note(store, ("users", "alice"), "prefs")
+    # what a second process putting the key at the same moment leaves: another current note of it, newer
+    from vaultmem.integrations.storeitems import item_tags, note_of
+
+    body, properties, _ = note_of("prefs", {"text": "Alice likes pasta"})
+    vault.remember(body, namespace="users.alice", tags=item_tags(("users", "alice"), "prefs"), merge=False,
+                   properties=properties, source="langgraph", timestamp="2099-01-01T00:00:00+00:00")
+    assert parse_note(path.read_bytes()).meta["status"] == "active"
+    assert store.get(("users", "alice"), "prefs").value == {"text": "Alice likes pasta"}
+    assert [i.value for i in store.search(("users",))] == [{"text": "Alice likes pasta"}]
+    assert [i.value for i in store.search(("users",), query="Alice likes")] == [{"text": "Alice likes pasta"}]

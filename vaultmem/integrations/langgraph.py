@@ -144,9 +144,9 @@ class VaultStore(BaseStore):
     def _search(self, op: SearchOp) -> list[SearchItem]:
         wanted = op.offset + op.limit
         read: dict[str, _Found | None] = {}  # each note read once, however many windows show it
-        kept: list[tuple[_Found, float]] = []
+        kept: dict[tuple[tuple[str, ...], str], tuple[_Found, float]] = {}  # by item, in the order found
         for hits in self._windows(op.query or "", op.namespace_prefix, wanted):
-            kept = []
+            kept = {}
             for hit in hits:
                 if not _under(hit.namespace, op.namespace_prefix):
                     continue
@@ -154,10 +154,10 @@ class VaultStore(BaseStore):
                     read[hit.id] = self._found(hit.id)
                 found = read[hit.id]
                 if found is not None and (not op.filter or matches(found.item.value, op.filter)):
-                    kept.append((found, hit.final))
+                    _keep(kept, found, hit.final)
             if len(kept) >= wanted:
                 break
-        page = kept[op.offset:wanted]
+        page = list(kept.values())[op.offset:wanted]
         if op.query and page and self.vault.settings.reinforcement.record_access:
             self.vault.record_access([f.memory.id for f, _ in page])  # a recall's uses: what it returned
         return [_searched(found, score if op.query else None) for found, score in page]
@@ -188,6 +188,15 @@ class VaultStore(BaseStore):
             if len(hits) < window:
                 return
             window *= 4
+
+
+def _keep(kept: dict[tuple[tuple[str, ...], str], tuple[_Found, float]], found: _Found, score: float) -> None:
+    """Keep an item found by a search once: should two processes have written a current note of one key, the
+    newer stands (as get answers), at the better rank of the two."""
+    ident = (found.item.namespace, found.item.key)
+    held = kept.get(ident)
+    if held is None or found.item.updated_at > held[0].item.updated_at:
+        kept[ident] = (found, score if held is None else max(score, held[1]))
 
 
 def _fixed(conditions: Iterable[Any] | None) -> tuple[str, ...]:
