@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import (
     AmbiguousNote,
     ConfigError,
+    MissingExtra,
     NamespaceDenied,
     NoteFormatError,
     NoteNotFound,
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from .store.events import device_info, reset_device_id
     from .sync.mergedriver import run_merge_driver
     from .text.encoding import decode_text
+    from .write.drafts import OWN_PROPERTIES
     from .write.items import WriteResult, read_jsonl
 
 __version__ = "0.1.0"
@@ -36,12 +38,14 @@ __version__ = "0.1.0"
 # Loaded on first use (PEP 562): `import vaultmem` stays cheap, and a write never imports numpy.
 _LAZY = {"Answer": "recall.answer", "Caller": "store.caller", "Context": "recall.context", "ContextItem": "recall.context",
          "DoctorReport": "recall.catalog", "Memory": "recall.catalog", "Hit": "recall.ranking", "Query": "recall.ranking",
-         "Vault": "vault", "WriteResult": "write.items", "decode_text": "text.encoding", "device_info": "store.events",
-         "read_jsonl": "write.items", "reset_device_id": "store.events", "run_merge_driver": "sync.mergedriver"}
+         "OWN_PROPERTIES": "write.drafts", "Vault": "vault", "WriteResult": "write.items", "decode_text": "text.encoding",
+         "device_info": "store.events", "read_jsonl": "write.items", "reset_device_id": "store.events",
+         "run_merge_driver": "sync.mergedriver"}
 
 __all__ = [
     "AmbiguousNote", "Answer", "Caller", "ConfigError", "Context", "ContextItem", "DoctorReport", "Hit", "Memory",
-    "NamespaceDenied", "NoteFormatError", "NoteNotFound", "OwnerOnly", "PolicyViolation", "Query", "UnsafePath", "Vault", "VaultNotFound", "VaultmemError", "WriteConflict",
+    "MissingExtra", "NamespaceDenied", "NoteFormatError", "NoteNotFound", "OWN_PROPERTIES", "OwnerOnly",
+    "PolicyViolation", "Query", "UnsafePath", "Vault", "VaultNotFound", "VaultmemError", "WriteConflict",
     "WriteResult", "__version__", "decode_text", "device_info", "read_jsonl", "reset_device_id", "run_merge_driver",
 ]
 

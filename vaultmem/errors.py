@@ -128,6 +128,17 @@ class WatchLimit(VaultmemError):
         super().__init__(message)
 
 
-__all__ = ["AmbiguousNote", "ConfigError", "IndexDamaged", "InvalidValue", "MissingArgument", "NamespaceDenied",
-           "NoteFormatError", "NoteNotFound", "NotText", "OwnerOnly", "PolicyViolation", "TextTooLong", "UnsafePath",
-           "VaultNotFound", "VaultmemError", "WatchLimit", "WriteConflict"]
+class MissingExtra(VaultmemError, ImportError):
+    """An optional part needs a package of an extra that is not installed (an ImportError too, for code that
+    catches those); `extra` names it."""
+
+    def __init__(self, what: str, extra: str):
+        self.extra = extra
+        super().__init__(f"{what} needs the '{extra}' extra: pip install '{DISTRIBUTION}[{extra}]'")
+
+
+DISTRIBUTION = "vaultmem-md"  # the name on PyPI, where `vaultmem` is an unrelated project
+
+__all__ = ["AmbiguousNote", "ConfigError", "DISTRIBUTION", "IndexDamaged", "InvalidValue", "MissingArgument",
+           "MissingExtra", "NamespaceDenied", "NoteFormatError", "NoteNotFound", "NotText", "OwnerOnly", "PolicyViolation",
+           "TextTooLong", "UnsafePath", "VaultNotFound", "VaultmemError", "WatchLimit", "WriteConflict"]

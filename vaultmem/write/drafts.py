@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, fields as dataclass_fields
 from typing import TYPE_CHECKING, Any
 
 from ..text import terms as text
+from ..text.decay import POLICY_KEYS
 from ..text.times import iso_time
 from .extract import TITLE_CUES
 from ..errors import VaultmemError
@@ -40,7 +41,10 @@ _LEADING_CUES = re.compile(  # one or more framing cues at the start, with the p
     r"^(?:(?:" + "|".join(re.escape(c).replace("'", "['’]") for c in sorted(TITLE_CUES, key=len, reverse=True))
     + r")(?![a-z])[\s:：,，、!！.。—-]*)+", re.IGNORECASE)
 KEY_ORDER = ("id", "type", "value", "score", "timestamp", "tags", "entities", "source", "lifecycle", "trust", "status",
-             "supersedes", "namespace", "episode", "version")
+             "supersedes", "namespace", "episode", "merge", "version")
+# the properties vaultmem writes or reads itself: a write's own `properties` take other names
+OWN_PROPERTIES = frozenset([*KEY_ORDER, *POLICY_KEYS, "superseded_by", "tag", "aliases", "alias", "date",
+                            "consolidates", "confidence"])
 
 
 def entity_links(titles: Iterable[str]) -> list[str] | str:
@@ -107,11 +111,20 @@ class Draft:
     data: bytes = b""             # the note as it will be written
     record: Record | None = None  # its index record, path and stat filled in once it is written
     supersedes: str = ""          # title of the note it replaces
+    properties: dict[str, Any] = field(default_factory=dict)  # the write's own, after vaultmem's (merge: false)
+
+    @property
+    def merges(self) -> bool:
+        """Whether the pipeline may fold this memory into another note, or another into its own (`merge: false`
+        in its properties says no: a note of its own, replaced only by an explicit supersede)."""
+        return self.meta.get("merge") is not False
 
     def fields(self) -> tuple[dict[str, Any], str]:
-        """The properties (in the order written, empty ones left out) and body of the note."""
+        """The properties (in the order written, vaultmem's empty ones left out; then the write's own) and body
+        of the note."""
         meta = dict(self.meta, supersedes=f"[[{self.supersedes}]]" if self.supersedes else "")
-        return {k: meta[k] for k in KEY_ORDER if meta.get(k) not in ("", None)}, self.body.rstrip("\n") + "\n"
+        own = {k: meta[k] for k in KEY_ORDER if meta.get(k) not in ("", None)}
+        return {**own, **self.properties}, self.body.rstrip("\n") + "\n"
 
     def decided(self, decision: str) -> None:
         """Say what became of the draft (shown by --explain)."""
@@ -124,7 +137,8 @@ class Draft:
         rec = self.record
         state = None if rec is None else tuple(map(rec.__getattribute__, _RECORD_FIELDS))
         return _rebuild, (self.body, self.meta, self.title, self.folder, self.entities, self.redacted, self.explain,
-                          self.plain, self.fp, self.keys, self.stem, self.data, None, self.supersedes, state)
+                          self.plain, self.fp, self.keys, self.stem, self.data, None, self.supersedes, self.properties,
+                          state)
 
 
 def _rebuild(*values: Any) -> Draft:
@@ -184,11 +198,13 @@ class Drafter:
                 "lifecycle": str(fields.get("lifecycle") or d.lifecycle), "trust": trust,
                 "status": "candidate" if staged else "active",
                 "namespace": str(fields.get("namespace") or d.namespace),
-                "episode": str(fields.get("episode") or ""), "version": [f"{self.device}:1"]}
+                "episode": str(fields.get("episode") or ""), "merge": False if fields.get("merge") is False else None,
+                "version": [f"{self.device}:1"]}
         explain = _explanation(extraction, parts, trust, staged, redacted, entities) if self.explain else None
         draft = Draft(linked, meta, title, "inbox" if staged else "memories",
                       [text.normalize(e) for e in [*entities, *about]],
                       redacted, explain)
+        draft.properties = {name: self._cleaned(held, redacted) for name, held in fields["properties"].items()}
         draft.plain = text.plain_text(linked)
         draft.fp = text.digest(draft.plain)
         if self.near_duplicate < 1:
@@ -237,6 +253,12 @@ class Drafter:
             raise VaultmemError(f"{draft.title!r} cannot supersede a note before it is drafted")
         rec.sha, rec.size = content_hash(draft.data), len(draft.data)
         relink(rec, Note(None, content, meta, body, "\n", True, len(content) - len(body)).links)
+
+    def _cleaned(self, held: Any, redacted: list[str]) -> Any:
+        """A property's value with the secrets of its text removed (a list's, item by item)."""
+        if isinstance(held, list):
+            return [self._cleaned(one, redacted) for one in held]
+        return self.clean(held, redacted) if isinstance(held, str) else held
 
     def clean(self, value: str, redacted: list[str]) -> str:
         """The value with its secrets removed; their kinds are added to `redacted`."""
@@ -305,4 +327,4 @@ def _explanation(extraction: Extraction, parts: list, trust: str, staged: bool, 
 
 _RECORD_FIELDS = tuple(f.name for f in dataclass_fields(Record))
 
-__all__ = ["Draft", "Drafter", "KEY_ORDER", "make_title", "parse_time", "union", "worker_pool"]
+__all__ = ["Draft", "Drafter", "KEY_ORDER", "OWN_PROPERTIES", "make_title", "parse_time", "union", "worker_pool"]

@@ -6,13 +6,14 @@ Checks only: no file is read or written here (the policy object it is given hold
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import TextTooLong, VaultmemError
 from ..text.encoding import check_text
-from .drafts import parse_time
+from .drafts import OWN_PROPERTIES, parse_time
 from .extract import POSITIONS
 
 if TYPE_CHECKING:
@@ -21,7 +22,8 @@ if TYPE_CHECKING:
 __all__ = ["BATCH_FIELDS", "WriteResult", "check_item", "given_fields", "read_jsonl"]
 
 BATCH_FIELDS = {"text", "tags", "source", "lifecycle", "score", "timestamp", "type", "value", "namespace",
-                "episode", "title", "entity", "candidate", "supersedes", "position"}
+                "episode", "title", "entity", "candidate", "supersedes", "position", "merge", "properties"}
+_SCALARS = (str, bool, int, float, type(None))  # what a property holds, alone or in a flat list
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,11 @@ def check_item(policy: Policy, item: dict[str, Any], where: str, max_chars: int)
         raise VaultmemError(f"{where}: score must be a number between 0 and 10")
     if fields.get("position") not in (None, *POSITIONS):
         raise VaultmemError(f"{where}: position must be {' or '.join(POSITIONS)}")
+    if not isinstance(fields.get("merge", True), bool):
+        raise VaultmemError(f"{where}: merge must be true or false")
+    fields["properties"] = _properties(policy, fields.get("properties"), where)
+    if fields["properties"] and fields.get("merge", True):
+        raise VaultmemError(f"{where}: properties are kept on a note of its own: give merge: false with them")
     try:
         parse_time(fields.get("timestamp"))
     except VaultmemError as exc:
@@ -117,6 +124,29 @@ def _str_list(value: Any, name: str) -> list[str]:
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, (str, int, float)) for v in value):
         raise VaultmemError(f"{name} must be a list of strings")
     return [str(v).lstrip("#") for v in value if str(v).strip("# ")]
+
+
+def _properties(policy: Policy, value: Any, where: str) -> dict[str, Any]:
+    """A write's own properties, checked: names of text that are not vaultmem's own (OWN_PROPERTIES) and
+    hold no secret, values that are text, numbers, booleans, null or flat lists of those."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise VaultmemError(f"{where}: properties must be an object of name: value")
+    for name, held in value.items():
+        if not isinstance(name, str) or not name.strip() or len(name) > 200:
+            raise VaultmemError(f"{where}: a property's name must be text of 1 to 200 characters")
+        check_text(name, f"{where}: a property's name")
+        if name in OWN_PROPERTIES:
+            raise VaultmemError(f"{where}: property {name!r} is vaultmem's own; give it as its field, or another name")
+        policy.check_identifier("property name", name, where)
+        for one in held if isinstance(held, list) else [held]:
+            if not isinstance(one, _SCALARS) or (isinstance(one, float) and not math.isfinite(one)):
+                raise VaultmemError(f"{where}: property {name!r} must be text, a number, a boolean, null or a flat "
+                                    "list of those")
+            if isinstance(one, str):
+                check_text(one, f"{where}: property {name!r}")
+    return dict(value)
 
 
 def _names(value: Any) -> list[str]:

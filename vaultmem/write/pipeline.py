@@ -146,8 +146,17 @@ class Writer:
         self.seen.forget(stale.rel)
 
     def _settle(self, draft: Draft, supersedes: Any, given: frozenset[str]) -> WriteResult:
-        ns = draft.meta["namespace"]
-        found = self.seen.by_fp.get(draft.fp) or self._existing_fp(draft.fp, ns)
+        # a note of its own (`merge: false`, a keyed store's item) is neither a retry nor a restatement of another
+        settled = self._folded(draft, supersedes) if draft.merges else None
+        if settled is not None:
+            return settled
+        old = self._superseded(draft, supersedes)
+        return self._create(draft, old, given, explicit=supersedes not in (None, ""))
+
+    def _folded(self, draft: Draft, supersedes: Any) -> WriteResult | None:
+        """What a draft becomes when it says what a note holds already: a retry (unchanged, or its new tags merged
+        in) or a restatement merged into that note; None when it is a memory of its own."""
+        found = self.seen.by_fp.get(draft.fp) or self._existing_fp(draft.fp, draft.meta["namespace"])
         if found is not None:
             # the same words: a retry, unless they bring a tag the note lacks (merged in, nothing else)
             if isinstance(found, Known):
@@ -167,8 +176,7 @@ class Writer:
             target, reason = self._merge_target(draft, by_value=False)  # it would pile: a restatement?
             if target is not None and (merged := self._merge(target, draft, reason)) is not None:
                 return merged
-        old = self._superseded(draft, supersedes)
-        return self._create(draft, old, given, explicit=supersedes not in (None, ""))
+        return None
 
     def drafter(self) -> Drafter:
         """The pure half of the pipeline, knowing every entity ensured so far."""
@@ -189,8 +197,8 @@ class Writer:
         rows = self.vault.index.select_notes("fp = ? AND +kind = 'memory' AND namespace = ?", (fp, namespace),
                                              columns=KNOWN_COLUMNS)
         for row in rows:
-            if self._on_disk(row["path"]):
-                return self._remember_row(row)
+            if self._on_disk(row["path"]) and not self._own(known := self._remember_row(row)):
+                return known
         return None
 
     def _remember_row(self, row: dict[str, Any]) -> Known:
@@ -226,7 +234,7 @@ class Writer:
             # what restates rules out first, from words and numbers kept per note: most candidates
             # that share a sketch key are another memory of the same template
             their_words, their_numbers = self._words(path, plain)
-            if numbers != their_numbers or not words <= their_words:
+            if numbers != their_numbers or not words <= their_words or self._own(known):
                 continue
             sim = restates(draft.plain, plain)
             if sim >= best_sim:
@@ -300,16 +308,34 @@ class Writer:
             row = self.vault.resolve(str(explicit))
             return self._remember_row(row)
         meta = draft.meta
-        if not (meta["value"] and meta["type"] in self.settings.supersede_types and draft.entities):
+        if not (draft.merges and meta["value"] and meta["type"] in self.settings.supersede_types and draft.entities):
             return None
         for entity in draft.entities:
             # the batch's own note of the attribute, unless this batch has superseded it since (then,
             # as for a single write, the newest active one on disk)
             known = self._live(self.seen.by_attr.get((meta["namespace"], entity, meta["type"])))
             known = known or self._live(self._row_by_attr(meta, entity))
-            if known is not None and known.value != meta["value"]:
+            if known is not None and known.value != meta["value"] and not self._own(known):
                 return known
         return None
+
+    def _own(self, known: Known) -> bool:
+        """Whether a note is one of its own (`merge: false`): nothing is folded into it, and only an explicit
+        supersede retires it."""
+        meta = self._held_meta(known)
+        return meta is not None and meta.get("merge") is False
+
+    def _held_meta(self, known: Known) -> dict[str, Any] | None:
+        """A note's properties as this write holds them (loaded or waiting), else as its file has them now
+        (None: gone or unparsable). Reading them loads nothing for an edit."""
+        from ..notes.note import parse_note
+
+        if known.path in self.flight.notes:
+            return self.flight.notes.peek(known.path)[0]
+        try:
+            return parse_note((self.vault.root / known.path).read_bytes(), known.path).meta
+        except (OSError, VaultmemError):
+            return None
 
     def _live(self, known: Known | None) -> Known | None:
         """The note as this write knows it now, if it is still active."""
@@ -337,14 +363,11 @@ class Writer:
     def _finish_supersede(self, known: Known) -> None:
         """A note found again that supersedes one still active: a write killed (or failed) between
         creating it and marking the old one finishes now, on its retry."""
-        from ..notes.note import extract_links, parse_note
+        from ..notes.note import extract_links
 
         if known.path in self.flight.notes or known.status != "active":
             return
-        try:
-            target = parse_note((self.vault.root / known.path).read_bytes(), known.path).meta.get("supersedes")
-        except (OSError, VaultmemError):
-            return
+        target = (self._held_meta(known) or {}).get("supersedes")
         titles = extract_links(target) if isinstance(target, str) else []
         if not titles:
             return
@@ -378,6 +401,8 @@ class Writer:
         memory, not the pile of every message that names an invoice."""
         self.flight.notes.load(target.path, target.sha)
         held_meta, held_body = self.flight.notes.peek(target.path)
+        if held_meta.get("merge") is False:
+            return None  # a note of its own: nothing is folded into it
         if _holds(held_meta, held_body, draft):
             draft.decided(f"{target.path} already holds this statement and these tags")
             return self._result("unchanged", target, draft, note_score(held_meta.get("score")))
@@ -437,7 +462,8 @@ class Writer:
         draft.decided(f"new note; supersedes {old.path}" if old else "new note")
         self._log(draft, title, "created", meta["id"])
         result = self._result("created", known, draft, meta["score"], old.id if old else None)
-        self.seen.by_fp[draft.fp] = result
+        if draft.merges:  # a note of its own is no note a later memory of the batch repeats
+            self.seen.by_fp[draft.fp] = result
         return result
 
     def _inherit(self, draft: Draft, old: tuple[dict[str, Any], str], given: frozenset[str], links: bool) -> None:
