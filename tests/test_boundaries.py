@@ -121,6 +121,7 @@ CALLS = {
     "ask": [lambda a, c: a.ask("What is Bob's locker combination?"),
             lambda a, c: a.ask("What is Bob's locker combination?", namespace="*")],
     "list": [lambda a, c: a.list(), (None, lambda a, c: a.list(tags=[BOB_TAG]), BOB_TAG)],
+    "changes": [lambda a, c: a.changes(a.changes().cursor.rpartition(".")[0] + ".0", limit=1000)],
     "stats": [lambda a, c: {k: v for k, v in a.stats().items() if k != "index"}],
     "tag_counts": [lambda a, c: a.tag_counts()],
     "containing": [lambda a, c: a.containing(SECRET), lambda a, c: a.containing(SECRET, namespace="bob")],

@@ -135,6 +135,15 @@ class Vault(Store):
 
         return list_memories(self, since, tags, limit=limit)
 
+    def changes(self, since: str | None = None, limit: int = 100):
+        """The notes created, changed, moved or removed since cursor `since` (a person's edit found on
+        disk, a pull, a vaultmem write), oldest first, as far as this caller may see them; without
+        `since`, none and the cursor to follow from. A feed.Changes: pass its `cursor` back as `since`;
+        `reset` says the cursor could not be followed on from (re-read, then follow)."""
+        from .recall.feed import changes
+
+        return changes(self, since, limit)
+
     def stats(self) -> dict[str, Any]:
         """Counts and the index's state."""
         from .recall.catalog import stats
