@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .recall.context import Context, ContextItem
     from .recall.ranking import Hit, Query
     from .store.caller import Caller
+    from .store.tokens import Token
     from .vault import Vault
     from .store.events import device_info, reset_device_id
     from .sync.mergedriver import run_merge_driver
@@ -38,12 +39,12 @@ __version__ = "0.1.0"
 _LAZY = {"Answer": "recall.answer", "Caller": "store.caller", "Change": "recall.feed", "Changes": "recall.feed",
          "Context": "recall.context", "ContextItem": "recall.context",
          "DoctorReport": "recall.catalog", "Memory": "recall.catalog", "Hit": "recall.ranking", "Query": "recall.ranking",
-         "Vault": "vault", "WriteResult": "write.items", "decode_text": "text.encoding", "device_info": "store.events",
+         "Token": "store.tokens", "Vault": "vault", "WriteResult": "write.items", "decode_text": "text.encoding", "device_info": "store.events",
          "read_jsonl": "write.items", "reset_device_id": "store.events", "run_merge_driver": "sync.mergedriver"}
 
 __all__ = [
     "AmbiguousNote", "Answer", "Caller", "Change", "Changes", "ConfigError", "Context", "ContextItem", "DoctorReport", "Hit", "Memory",
-    "NamespaceDenied", "NoteFormatError", "NoteNotFound", "OwnerOnly", "PolicyViolation", "Query", "UnsafePath", "Vault", "VaultNotFound", "VaultmemError", "WriteConflict",
+    "NamespaceDenied", "NoteFormatError", "NoteNotFound", "OwnerOnly", "PolicyViolation", "Query", "Token", "UnsafePath", "Vault", "VaultNotFound", "VaultmemError", "WriteConflict",
     "WriteResult", "__version__", "decode_text", "device_info", "read_jsonl", "reset_device_id", "run_merge_driver",
 ]
 
