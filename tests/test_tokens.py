@@ -45,8 +45,7 @@ def test_a_revoke_counts_in_another_process_from_its_next_lookup(vault):
     assert server.token_for(secret) is None and server.tokens() == []
     again, _ = vault.add_token("ci", namespaces=["ci"])  # the name is free again, for a new token
     assert server.token_for(again) is not None and server.token_for(secret) is None
-    with pytest.raises(VaultmemError, match="no live token"):
-        vault.revoke_token("nobody")
+    assert vault.revoke_token("nobody") is None  # nothing to revoke: idempotent, and nothing logged
 
 
 def test_a_token_must_name_its_namespaces_or_say_it_holds_them_all(vault):

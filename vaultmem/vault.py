@@ -370,7 +370,8 @@ class Vault(Store):
         return self._token_book().tokens()
 
     def revoke_token(self, name: str):
-        """End the token of this name: a server refuses it from its next request. Returns its Token."""
+        """End the token of this name: a server refuses it from its next request. Returns its Token, or
+        None when no live token has that name (nothing to revoke)."""
         _owner_only(self, "revoke_token")
         return self._token_book().revoke(name)
 

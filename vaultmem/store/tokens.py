@@ -139,11 +139,12 @@ class TokenBook:
                                                "scope": scope, "namespaces": list(names), "trust": trust, "ts": now}])
         return secret, Token(name, scope, names, trust, _stamp(now), self.device)
 
-    def revoke(self, name: str) -> Token:
-        """End a token now (every process that serves this vault refuses it from its next request)."""
+    def revoke(self, name: str) -> Token | None:
+        """End a token now (every process that serves this vault refuses it from its next request);
+        the Token it was, or None when no live token has the name (a revoke is idempotent, as RFC 7009's)."""
         live = self._current().get(name)
         if live is None:
-            raise VaultmemError(f"no live token is named {name!r} (vaultmem token list shows them)")
+            return None
         append_events(self.device_dir, _LOG, [{"event": "token-revoke", "name": name, "ts": time.time()}])
         return live[1]
 
