@@ -437,16 +437,17 @@ def test_importing_vaultmem_and_the_server_package_imports_no_web_framework(tmp_
     assert done.stdout.strip() == "[]"
 
 
-def test_vaultmem_serve_answers_and_stops(vault, tmp_path):
-    code = ("import sys; sys.argv = ['vaultmem', 'serve', '--port', '0', '--stop-after', '30', '--vault', "
-            f"{str(vault.root)!r}]; from vaultmem.__main__ import main; main()")
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_vaultmem_serve_answers_and_stops(vault, tmp_path, workers):
+    code = ("import sys; sys.argv = ['vaultmem', 'serve', '--port', '0', '--stop-after', '30', '--workers', "
+            f"{workers!r}, '--vault', {str(vault.root)!r}]; from vaultmem.__main__ import main; main()")
     env = {**os.environ, "PYTHONPATH": str(REPO), "VAULTMEM_HOME": str(tmp_path / "home")}
     server = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True, env=env)
     try:
         line = server.stderr.readline()
         assert line.startswith("Serving http://127.0.0.1:"), line
         url = line.split()[1].removesuffix("/api/v1")
-        assert httpx.get(f"{url}{API}/health").json()["status"] == "ok"
+        assert httpx.get(f"{url}{API}/health", timeout=30).json()["status"] == "ok"  # workers: once one is up
     finally:
         server.send_signal(signal.SIGINT)  # Ctrl-C
         assert server.wait(30) in (0, -signal.SIGINT, 130)  # uvicorn ends by raising the signal it caught

@@ -27,6 +27,8 @@ def serve(
     watch: Annotated[bool, typer.Option("--watch/--no-watch", help="Keep the index current while it serves, so a "
                                                                    "hand edit reaches recall and /changes at once.")] = True,
     access_log: Annotated[bool, typer.Option("--access-log", help="Log every request on stderr.")] = False,
+    workers: Annotated[int, typer.Option(min=1, max=64, metavar="N", help="Serve from N processes sharing the port "
+                                                                         "(each counts its own rate limits).")] = 1,
     stop_after: Annotated[Optional[float], typer.Option(
         "--stop-after", metavar="SECONDS", min=0, help="Stop by itself after this many seconds (default: at Ctrl-C "
                                                        "or SIGTERM).")] = None,
@@ -43,7 +45,7 @@ def serve(
     from .http import serve as run
 
     run(vault, host, port, source=source, namespace=namespace, trust=trust, watch=watch, access_log=access_log,
-        stop_after=stop_after, on_start=lambda url: say(f"Serving {url}/api/v1 (API: {url}/openapi.json; Ctrl-C stops)",
+        stop_after=stop_after, workers=workers, on_start=lambda url: say(f"Serving {url}/api/v1 (API: {url}/openapi.json; Ctrl-C stops)",
                                                         err=True))
 
 

@@ -16,16 +16,18 @@ needs one. Each request runs as its token's caller: its namespaces, its trust, i
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 from typing import Any
 
 from ..console import DISTRIBUTION, VAULT_ENV, MissingExtra, installed, open_vault
 from ...errors import VaultmemError
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "MISSING_EXTRA", "loopback", "serve"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "MISSING_EXTRA", "OPTIONS_ENV", "loopback", "serve"]
 
 MISSING_EXTRA = f"the HTTP server needs the 'http' extra: pip install '{DISTRIBUTION}[http]'"
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8765
+OPTIONS_ENV = "VAULTMEM_SERVE_OPTIONS"  # how `serve --workers N` hands its options to each worker process
 
 
 def loopback(host: str) -> bool:
@@ -40,10 +42,11 @@ def loopback(host: str) -> bool:
 
 def serve(vault: str | os.PathLike[str] | None, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
           source: str = "http", namespace: str | None = None, trust: str | None = None, watch: bool = True,
-          access_log: bool = False, stop_after: float | None = None, on_start: Any = None) -> None:
+          access_log: bool = False, stop_after: float | None = None, on_start: Any = None, workers: int = 1) -> None:
     """Open the vault (--vault, else $VAULTMEM_VAULT, else $OBSIDIAN_VAULT_PATH) and serve it until
-    Ctrl-C or SIGTERM (or `stop_after` seconds). `on_start(url)` is called once it listens. Raises
-    VaultmemError: MissingExtra without the extra, a refusal to listen beyond the loopback without a token."""
+    Ctrl-C or SIGTERM (or `stop_after` seconds), from `workers` processes. `on_start(url)` is called
+    once it listens. Raises VaultmemError: MissingExtra without the extra, a refusal to listen beyond
+    the loopback without a token."""
     if not (installed("fastapi") and installed("uvicorn")):  # first: without them nothing else matters
         raise MissingExtra(MISSING_EXTRA)
     if vault is None:
@@ -53,11 +56,17 @@ def serve(vault: str | os.PathLike[str] | None, host: str = DEFAULT_HOST, port: 
     if not local and not opened.as_caller(_owner()).tokens():
         raise VaultmemError(f"serving on {host} needs a token, or anyone who can reach it reads the vault: make one "
                             "with `vaultmem token add NAME --namespace N` (without a token only 127.0.0.1 is served)")
+    options = {"loopback": local, "source": source, "namespace": namespace, "trust": trust, "watch": watch}
+    if workers > 1:
+        from .run import run_workers
+
+        os.environ[OPTIONS_ENV] = json.dumps({"vault": str(opened.root), **options})
+        run_workers(host, port, workers, access_log=access_log, stop_after=stop_after, on_start=on_start)
+        return
     from .app import build_app
     from .run import run
 
-    app = build_app(opened, loopback=local, source=source, namespace=namespace, trust=trust, watch=watch)
-    run(app, host, port, access_log=access_log, stop_after=stop_after, on_start=on_start)
+    run(build_app(opened, **options), host, port, access_log=access_log, stop_after=stop_after, on_start=on_start)
 
 
 def _owner() -> Any:

@@ -1,6 +1,8 @@
 """uvicorn around the app: one process, its event loop, the endpoints on its thread pool. `run` serves
-in the foreground (`vaultmem serve`); `in_thread` serves from a thread of a program of yours (and of
-the tests) while a block runs."""
+in the foreground (`vaultmem serve`), or with workers > 1 as that many processes sharing the port,
+each its own app over its own Vault (several processes on one vault is what the Store is built
+for; each keeps its own rate-limit counts); `in_thread` serves from a thread of a program of yours
+(and of the tests) while a block runs."""
 
 from __future__ import annotations
 
@@ -11,21 +13,31 @@ from contextlib import contextmanager
 from typing import Any
 
 import uvicorn
+from uvicorn.supervisors import Multiprocess
 
-__all__ = ["in_thread", "run"]
+__all__ = ["FACTORY", "in_thread", "run", "run_workers"]
+
+FACTORY = "vaultmem.surfaces.http.app:from_environment"  # what each worker process builds its app with
 
 _START_S = 30.0  # how long in_thread waits for the server to listen
 
 
+def _config(app: Any, host: str, port: int, access_log: bool, workers: int = 1) -> uvicorn.Config:
+    return uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=access_log, lifespan="on",
+                          timeout_graceful_shutdown=5, server_header=False, workers=workers,
+                          factory=isinstance(app, str))
+
+
 def _server(app: Any, host: str, port: int, access_log: bool) -> uvicorn.Server:
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=access_log, lifespan="on",
-                            timeout_graceful_shutdown=5, server_header=False)
-    return uvicorn.Server(config)
+    return uvicorn.Server(_config(app, host, port, access_log))
 
 
 def _url(server: uvicorn.Server, host: str) -> str:
     """The base URL the server listens on (its real port when it was given 0)."""
-    port = server.servers[0].sockets[0].getsockname()[1]
+    return _base(host, server.servers[0].sockets[0].getsockname()[1])
+
+
+def _base(host: str, port: int) -> str:
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{port}"
 
@@ -50,6 +62,26 @@ def run(app: Any, host: str, port: int, *, access_log: bool = False, stop_after:
     server.run()
     if not server.started:  # uvicorn said why (the port is taken…) and gave up
         raise OSError(f"could not listen on {host}:{port}")
+
+
+def run_workers(host: str, port: int, workers: int, *, access_log: bool = False, stop_after: float | None = None,
+                on_start: Callable[[str], None] | None = None) -> None:
+    """Serve FACTORY's app from `workers` processes sharing one socket (bound here, so port 0 works)
+    until Ctrl-C or SIGTERM, or for `stop_after` seconds; on_start(url) once the socket listens."""
+    config = _config(FACTORY, host, port, access_log, workers)
+    sock = config.bind_socket()
+    sock.listen(config.backlog)  # now: a client that comes before the workers are up waits instead of being refused
+    supervisor = Multiprocess(config, sockets=[sock])
+    if on_start is not None:
+        on_start(_base(host, sock.getsockname()[1]))
+    if stop_after is not None:
+        timer = threading.Timer(stop_after, supervisor.should_exit.set)
+        timer.daemon = True  # a Ctrl-C before it must not wait for it
+        timer.start()
+    try:
+        supervisor.run()
+    finally:
+        sock.close()
 
 
 @contextmanager
