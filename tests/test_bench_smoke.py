@@ -245,3 +245,11 @@ def test_the_bench_readme_line_counts_are_those_of_the_commits_it_names(tmp_path
         assert quoted and all(known.get(name) == n for name, n in quoted.items()), (commit, quoted, known)
         mean = float(rows["function length median / mean"][column].split(" / ")[1])
         assert mean == round(counted["function_lines_mean"], 1), commit
+
+
+def test_http_benchmark_smoke_checks_every_write(tmp_path):
+    figures = smoke("http.py", tmp_path / "http.json")
+    for key in ("requests_per_s", "recall_per_s", "recall_p50_ms", "capacity_recall_per_s", "start_to_first_answer_s"):
+        assert isinstance(figures[key], (int, float)) and figures[key] > 0, key
+    assert figures["acknowledged_writes"] > 0
+    assert (figures["lost"], figures["duplicates"], figures["server_errors"]) == (0, 0, 0)

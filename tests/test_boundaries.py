@@ -121,6 +121,7 @@ CALLS = {
     "ask": [lambda a, c: a.ask("What is Bob's locker combination?"),
             lambda a, c: a.ask("What is Bob's locker combination?", namespace="*")],
     "list": [lambda a, c: a.list(), (None, lambda a, c: a.list(tags=[BOB_TAG]), BOB_TAG)],
+    "changes": [lambda a, c: a.changes(a.changes().cursor.rpartition(".")[0] + ".0", limit=1000)],
     "stats": [lambda a, c: {k: v for k, v in a.stats().items() if k != "index"}],
     "tag_counts": [lambda a, c: a.tag_counts()],
     "containing": [lambda a, c: a.containing(SECRET), lambda a, c: a.containing(SECRET, namespace="bob")],
@@ -147,6 +148,10 @@ PLUMBING = {"as_caller", "as_surface", "audit", "caller", "check_folder", "close
             "create_numbered", "edit_note", "folder_of", "index", "init", "kind_of", "namespaces", "read_current",
             "record_access", "record_for", "relpath", "reused", "safe_path", "sees", "visible", "working_set",
             "write_text"}
+
+
+# what the owner-only operations that take arguments are given (they refuse before looking at them)
+OWNER_ARGS = {"add_token": ("bob-reader",), "revoke_token": ("bob-reader",), "token_for": ("vm_guess",)}
 
 
 def _public_names() -> set[str]:
@@ -198,7 +203,7 @@ def test_an_agent_confined_to_alice_never_reads_or_changes_bobs_notes(vault, bob
             walked += 1
     for name in OWNER_ONLY:
         with pytest.raises(OwnerOnly, match="owner"):
-            getattr(alice, name)()
+            getattr(alice, name)(*OWNER_ARGS.get(name, ()))
         walked += 1
     bobs.unchanged("the walk")
     assert walked >= len(REF_CALLS) * 6 + len(CALLS) + len(OWNER_ONLY)

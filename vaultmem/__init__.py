@@ -23,9 +23,11 @@ from .errors import (
 if TYPE_CHECKING:
     from .recall.answer import Answer
     from .recall.catalog import DoctorReport, Memory
+    from .recall.feed import Change, Changes
     from .recall.context import Context, ContextItem
     from .recall.ranking import Hit, Query
     from .store.caller import Caller
+    from .store.tokens import Token
     from .vault import Vault
     from .store.events import device_info, reset_device_id
     from .sync.mergedriver import run_merge_driver
@@ -36,16 +38,18 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 # Loaded on first use (PEP 562): `import vaultmem` stays cheap, and a write never imports numpy.
-_LAZY = {"Answer": "recall.answer", "Caller": "store.caller", "Context": "recall.context", "ContextItem": "recall.context",
+_LAZY = {"Answer": "recall.answer", "Caller": "store.caller", "Change": "recall.feed", "Changes": "recall.feed",
+         "Context": "recall.context", "ContextItem": "recall.context",
          "DoctorReport": "recall.catalog", "Memory": "recall.catalog", "Hit": "recall.ranking", "Query": "recall.ranking",
-         "OWN_PROPERTIES": "write.drafts", "Vault": "vault", "WriteResult": "write.items", "decode_text": "text.encoding",
-         "device_info": "store.events", "read_jsonl": "write.items", "reset_device_id": "store.events",
-         "run_merge_driver": "sync.mergedriver"}
+         "OWN_PROPERTIES": "write.drafts", "Token": "store.tokens", "Vault": "vault", "WriteResult": "write.items",
+         "decode_text": "text.encoding", "device_info": "store.events", "read_jsonl": "write.items",
+         "reset_device_id": "store.events", "run_merge_driver": "sync.mergedriver"}
 
 __all__ = [
-    "AmbiguousNote", "Answer", "Caller", "ConfigError", "Context", "ContextItem", "DoctorReport", "Hit", "Memory",
-    "MissingExtra", "NamespaceDenied", "NoteFormatError", "NoteNotFound", "OWN_PROPERTIES", "OwnerOnly",
-    "PolicyViolation", "Query", "UnsafePath", "Vault", "VaultNotFound", "VaultmemError", "WriteConflict",
+    "AmbiguousNote", "Answer", "Caller", "Change", "Changes", "ConfigError", "Context", "ContextItem", "DoctorReport",
+    "Hit", "Memory", "MissingExtra", "NamespaceDenied", "NoteFormatError", "NoteNotFound", "OWN_PROPERTIES",
+    "OwnerOnly", "PolicyViolation", "Query", "Token", "UnsafePath", "Vault", "VaultNotFound", "VaultmemError",
+    "WriteConflict",
     "WriteResult", "__version__", "decode_text", "device_info", "read_jsonl", "reset_device_id", "run_merge_driver",
 ]
 

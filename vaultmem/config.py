@@ -142,6 +142,12 @@ index:
   compact_min: 256        # merge the delta into a new generation past max(compact_min, compact_ratio x notes)
   compact_ratio: 0.02
   lock_timeout: 60        # seconds a writer waits for another one before giving up ($VAULTMEM_LOCK_TIMEOUT)
+
+http:                     # `vaultmem serve` (README "Use it over HTTP"); where it listens is the command's --host and --port
+  max_body_bytes: 1048576 # a request body may hold this many bytes (413 beyond)
+  max_batch: 1000         # memories one POST /v1/remember/batch may hold (413 beyond)
+  rate_per_minute: 600    # requests a token may make a minute, in bursts of up to a tenth of that (429 beyond); 0 = no limit
+  cors_origins: []        # web pages' origins that may call it from a browser (e.g. ["http://localhost:3000"]); none: CORS off
 """
 
 # Mappings whose keys a user may extend (a new lifecycle gets its own half-life).
@@ -161,6 +167,7 @@ _EITHER: dict[str, tuple[Any, ...]] = {"ranking.bm25_b": ("auto", 0.5)}
 # every other setting only needs its default's type
 _RULES: dict[str, tuple[str, Any]] = {
     "ranking.limit": ("a positive integer", lambda v: isinstance(v, int) and v >= 1),
+    **dict.fromkeys(["http.max_body_bytes", "http.max_batch"], ("a positive integer", lambda v: isinstance(v, int) and v >= 1)),
     "working_set.size": ("a positive integer", lambda v: isinstance(v, int) and v >= 1),
     "write.max_text_chars": ("a positive integer", lambda v: isinstance(v, int) and v >= 1),
     "consolidate.min_repeats": ("an integer of 2 or more", lambda v: isinstance(v, int) and v >= 2),
@@ -172,7 +179,7 @@ _RULES: dict[str, tuple[str, Any]] = {
                                          lambda v: len(v) == 2 and 0 < v[0] <= v[1]),
     **dict.fromkeys(["ranking.fuzzy_rescore", "ranking.feedback_docs", "ranking.feedback_terms",
                      "write.statement_chars", "write.merge_cap",
-                     "index.compact_min", "sync.max_deletions"], _COUNT),
+                     "index.compact_min", "sync.max_deletions", "http.rate_per_minute"], _COUNT),
     **dict.fromkeys(["write.near_duplicate", "ranking.common_term_ratio"], _SHARE),
     "ranking.bm25_b": ("a number from 0 to 1, or auto", lambda v: v == "auto" if isinstance(v, str) else 0 <= v <= 1),
     **dict.fromkeys(["write.merge_bonus", "write.reinforce_hours", "ranking.rrf_k", "ranking.bm25_k1", "reinforcement.reward",

@@ -175,6 +175,13 @@ class IndexSettings(NamedTuple):
     lock_timeout: float
 
 
+class HttpSettings(NamedTuple):
+    max_body_bytes: int
+    max_batch: int
+    rate_per_minute: int
+    cors_origins: tuple[str, ...]
+
+
 class Settings(NamedTuple):
     """A vault's settings: config.yaml over the defaults, checked, frozen (see CONFIG_TEMPLATE)."""
 
@@ -192,6 +199,7 @@ class Settings(NamedTuple):
     working_set: WorkingSetSettings
     sync: SyncSettings
     index: IndexSettings
+    http: HttpSettings
 
     @classmethod
     def from_mapping(cls, merged: Mapping[str, Any]) -> "Settings":
@@ -265,7 +273,7 @@ def _deep_update(base: dict[str, Any], over: Mapping[str, Any]) -> None:
 # the section classes a field may hold (its annotation is the class)
 _SECTIONS = frozenset((Folders, NoteDefaults, WriteSettings, PolicySettings, RankingSettings, Cues, ImportancePoints,
                        ExtractionSettings, ReinforcementSettings, GcSettings, ConsolidateSettings, WorkingSetSettings,
-                       SyncSettings, IndexSettings))
+                       SyncSettings, IndexSettings, HttpSettings))
 
 
 @functools.cache
@@ -281,7 +289,7 @@ def load_settings(path: Path, cache: Path | None = None) -> Settings:
     return Settings.from_mapping(load_config(path, cache))
 
 
-__all__ = ["ConsolidateSettings", "Cues", "ExtractionSettings", "Folders", "FrozenMap", "GcSettings",
+__all__ = ["ConsolidateSettings", "Cues", "ExtractionSettings", "Folders", "FrozenMap", "GcSettings", "HttpSettings",
            "ImportancePoints", "IndexSettings", "NoteDefaults", "PolicySettings", "RankingSettings",
            "ReinforcementSettings", "Settings", "SyncSettings", "WorkingSetSettings", "WriteSettings",
            "default_settings", "load_settings"]

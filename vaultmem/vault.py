@@ -15,9 +15,10 @@ __all__ = ["OWNER_ONLY", "Vault"]
 # Operations over the whole vault, not over the notes a caller may see: a caller confined to its
 # namespace (store/caller.py) gets OwnerOnly from them. Each would read or change other agents'
 # notes (doctor and check_staged report on every note, gc and repair rewrite or archive any,
-# sync commits and pulls them all, the hooks and the watcher serve the whole vault).
+# sync commits and pulls them all, the hooks and the watcher serve the whole vault; the HTTP tokens open
+# it to other callers).
 OWNER_ONLY = ("doctor", "repair", "gc", "sync", "install_hook", "uninstall_hook", "check_staged",
-              "lambda_estimate", "watch")
+              "lambda_estimate", "watch", "add_token", "tokens", "revoke_token", "token_for")
 
 
 def _owner_only(vault: Store, operation: str) -> None:
@@ -134,6 +135,15 @@ class Vault(Store):
         from .recall.catalog import list_memories
 
         return list_memories(self, since, tags, limit=limit)
+
+    def changes(self, since: str | None = None, limit: int = 100):
+        """The notes created, changed, moved or removed since cursor `since` (a person's edit found on
+        disk, a pull, a vaultmem write), oldest first, as far as this caller may see them; without
+        `since`, none and the cursor to follow from. A feed.Changes: pass its `cursor` back as `since`;
+        `reset` says the cursor could not be followed on from (re-read, then follow)."""
+        from .recall.feed import changes
+
+        return changes(self, since, limit)
 
     def stats(self) -> dict[str, Any]:
         """Counts and the index's state."""
@@ -344,6 +354,39 @@ class Vault(Store):
         from .sync.hook import check_staged
 
         return check_staged(self)
+
+    # -- HTTP tokens (store/tokens.py): who may call `vaultmem serve` ----------------------------
+    def add_token(self, name: str, *, scope: str = "read", namespaces: Iterable[str] = (), trust: str = "agent",
+                  all_namespaces: bool = False):
+        """Make a token for the HTTP server: (the token, shown this once; its store.tokens.Token). Only
+        its hash is kept. It reads (scope read) or also writes (read-write) the namespaces named (or all
+        of them, the owner's view, with all_namespaces), its writes trusted at most `trust`."""
+        _owner_only(self, "add_token")
+        return self._token_book().add(name, scope, tuple(namespaces), trust, all_namespaces)
+
+    def tokens(self) -> list[Any]:
+        """The live tokens (name, scope, namespaces, trust, created; never a token or its hash)."""
+        _owner_only(self, "tokens")
+        return self._token_book().tokens()
+
+    def revoke_token(self, name: str):
+        """End the token of this name: a server refuses it from its next request. Returns its Token, or
+        None when no live token has that name (nothing to revoke)."""
+        _owner_only(self, "revoke_token")
+        return self._token_book().revoke(name)
+
+    def token_for(self, secret: str):
+        """The live Token a client's secret is, or None (compared in constant time)."""
+        _owner_only(self, "token_for")
+        return self._token_book().find(secret)
+
+    def _token_book(self):
+        book = self.__dict__.get("_tokens")
+        if book is None:
+            from .store.tokens import TokenBook
+
+            book = self.__dict__.setdefault("_tokens", TokenBook(self.state / "devices", self.device_dir, self.device))
+        return book
 
     def _hot(self, *results: Any) -> Any:
         """Promote what a write wrote into the working set, if any; returns the first result."""

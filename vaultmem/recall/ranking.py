@@ -8,7 +8,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -79,8 +79,15 @@ class Hit:
     policy: dict[str, Any] = field(default_factory=dict)    # the note's own half_life_hours, decay_floor, pinned
 
     def to_dict(self) -> dict[str, Any]:
-        """The stable JSON form (documented in the README)."""
-        return asdict(self)
+        """The stable JSON form (documented in the README). Not asdict, whose deep copy costs ~10x
+        this: a server answers ten hits a recall, hundreds of recalls a second."""
+        out = {name: getattr(self, name) for name in _HIT_FIELDS}
+        out.update(tags=list(self.tags), channels=dict(self.channels), feedback=dict(self.feedback),
+                   policy=dict(self.policy))  # flat: a copy each, as asdict made
+        return out
+
+
+_HIT_FIELDS = tuple(f.name for f in fields(Hit))
 
 
 class Hits(list):

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..errors import MissingArgument, VaultmemError, VaultNotFound
+from ..errors import DISTRIBUTION, MissingArgument, MissingExtra, VaultmemError, VaultNotFound
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -87,6 +87,16 @@ RECALL_OPTIONS = {
     "vault": VAULT,
     "json_out": JSON,
 }
+
+
+def installed(name: str) -> bool:
+    """Whether a package can be imported, without importing it."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # ValueError: sys.modules holds None for it (blocked)
+        return False
 
 
 def one_blas_thread() -> None:
@@ -339,7 +349,8 @@ def fast_remember(argv: list[str], vault: str | None = None) -> int | None:
 
 # what the commands call the API's parameters a MissingArgument names
 CLI_NAMES = {"ids": "ID", "tags": "--tag", "query": "--query", "since": "--since", "until": "--until",
-             "source": "--source", "reason": "--reason TEXT"}
+             "source": "--source", "reason": "--reason TEXT", "namespaces": "--namespace",
+             "all_namespaces": "--all-namespaces"}
 
 
 def error_message(exc: BaseException) -> str | None:
@@ -393,7 +404,7 @@ def guarded(fn, *args: Any, json_out: bool = False, **kwargs: Any) -> int:
     return 0
 
 
-__all__ = ["CLI_NAMES", "HIDDEN_FLAGS", "IDS", "JSON", "LIMIT", "Opt", "RECALL_OPTIONS", "REMEMBER_OPTIONS", "TAG",
+__all__ = ["CLI_NAMES", "DISTRIBUTION", "HIDDEN_FLAGS", "IDS", "JSON", "LIMIT", "MissingExtra", "Opt", "RECALL_OPTIONS", "REMEMBER_OPTIONS", "TAG",
            "VAULT", "VAULT_ENV", "check_lifecycle", "colour", "error_message", "fast_recall", "fast_remember",
-           "given_vault", "guarded", "one_blas_thread", "open_vault", "print_json", "read_stdin", "reader_left",
+           "given_vault", "guarded", "installed", "one_blas_thread", "open_vault", "print_json", "read_stdin", "reader_left",
            "recall_command", "remember_command", "report_error", "say", "terminal_safe", "version_line"]

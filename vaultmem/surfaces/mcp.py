@@ -15,24 +15,18 @@ a worker thread, and a Vault is safe to share between threads.
 """
 
 import argparse
-import importlib.util
 import logging
 import os
 import sys
 import threading
 import time
-import typing
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Annotated, Any, Literal
 
-try:  # pydantic (so the SDK) reads nested TypedDicts before Python 3.12 only from typing_extensions
-    from typing_extensions import TypedDict
-except ImportError:  # no SDK either: main() says which extra to install
-    from typing import TypedDict
-
-from .. import Memory
-from .console import VAULT_ENV, error_message, one_blas_thread, open_vault
+from .console import VAULT_ENV, error_message, installed, one_blas_thread, open_vault
+from .shapes import (Answered, Candidate, ContextLine, FeedbackEvent, FeedbackGiven, ForgetDone, ForgottenNote, LeftAlone,
+                     Remembered, Shown, TypedDict, Woven)
 from ..errors import DISTRIBUTION, MissingArgument, MissingExtra, NoteNotFound, VaultmemError
 
 DEFAULT_SOURCE = "mcp"
@@ -51,74 +45,7 @@ INSTRUCTIONS = (
 )
 
 
-# -- structured outputs: the library results' own dict forms (recall's hits cut down) --------------
-class Remembered(TypedDict):
-    """WriteResult.to_dict()."""
-
-    action: str
-    id: str
-    path: str
-    title: str
-    supersedes: str | None
-    type: str
-    value: str
-    score: float
-    status: str
-    tags: list[str]
-    redacted: list[str]
-
-
-class FeedbackEvent(TypedDict, total=False):
-    """The event appended to the device log."""
-
-    event: str
-    id: str
-    verdict: str
-    ts: float
-    note: str
-
-
-class FeedbackGiven(TypedDict):
-    """lifecycle.feedback.Marked.to_dict()."""
-
-    action: str
-    id: str
-    path: str
-    title: str
-    status: str
-    event: FeedbackEvent | None
-    changed: list[str]
-
-
-class ForgottenNote(TypedDict):
-    """A memory a forget archived (or would, with dry_run): `to` is its archive path ("" in a dry run)."""
-
-    id: str
-    title: str
-    path: str
-    to: str
-    status: str
-    sha: str
-
-
-class LeftAlone(TypedDict):
-    """A memory a forget skipped: edited while it ran, or gone."""
-
-    id: str
-    path: str
-    why: str
-
-
-class ForgetDone(TypedDict):
-    """lifecycle.forget.Forgotten.to_dict()."""
-
-    action: str
-    reason: str
-    notes: list[ForgottenNote]
-    skipped: list[LeftAlone]
-    dry_run: bool
-
-
+# -- structured outputs: the library results' own dict forms (shapes.py), recall's hits cut down --
 class RecalledMemory(TypedDict):
     """A recall hit as a model reads it: score is the recall's final score (higher ranks first)."""
 
@@ -134,60 +61,6 @@ class RecalledMemory(TypedDict):
 class Recalled(TypedDict):
     query: str
     hits: list[RecalledMemory]
-
-
-class ContextLine(TypedDict):
-    """ContextItem.to_dict()."""
-
-    id: str
-    title: str
-    path: str
-    source: str
-    date: str
-    text: str
-    score: float
-    count: int
-    first: str
-    last: str
-    ids: list[str]
-    line: str
-
-
-class Woven(TypedDict):
-    """Context.to_dict()."""
-
-    query: str
-    text: str
-    tokens: int
-    budget: int
-    dropped: int
-    items: list[ContextLine]
-
-
-# answer._Candidate.to_dict(): "from" is a keyword, hence the functional form
-Candidate = TypedDict("Candidate", {"value": str, "type": str, "confidence": float, "from": str, "id": str,
-                                    "title": str, "path": str, "source": str, "date": str})
-
-
-class Answered(TypedDict):
-    """Answer.to_dict()."""
-
-    question: str
-    answered: bool
-    answer: str
-    confidence: float
-    type: str
-    id: str
-    title: str
-    path: str
-    source: str
-    date: str
-    candidates: list[Candidate]
-    reason: str
-
-
-# Memory.to_dict(): the same fields as the dataclass, so the published schema cannot drift from it
-Shown = TypedDict("Shown", typing.get_type_hints(Memory))
 
 
 def recalled(query: str, hits: list[Any]) -> Recalled:
@@ -401,19 +274,11 @@ def serve(vault: str | os.PathLike[str] | None, source: str = DEFAULT_SOURCE, na
           trust: str | None = None) -> None:
     """Open the vault (--vault, else $VAULTMEM_VAULT, else $OBSIDIAN_VAULT_PATH) and serve it on stdio
     until the client closes the pipe. Raises VaultmemError (MissingExtra without the SDK)."""
-    if not _installed("mcp"):  # first: without the SDK nothing else matters
+    if not installed("mcp"):  # first: without the SDK nothing else matters
         raise MissingExtra("the MCP server", "mcp")
     if vault is None:
         vault = next((os.environ[name] for name in VAULT_ENV if os.environ.get(name)), None)
     build_server(open_vault(vault), source, warm=True, namespace=namespace, trust=trust).run("stdio")
-
-
-def _installed(name: str) -> bool:
-    """Whether a package can be imported, without importing it."""
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):  # ValueError: sys.modules holds None for it (blocked)
-        return False
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

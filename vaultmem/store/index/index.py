@@ -30,6 +30,7 @@ from ...errors import IndexDamaged, VaultmemError
 from ..files import remove_stale_temps, remove_tree
 from .records import Record, encode_terms, index_terms
 from .scan import RefreshStats, ScanRoot, look_at, map_chunks, scan_digest, walk
+from .feed import ORIGIN_DISK, ORIGIN_VAULTMEM, ChangeFeed, Dropped
 from .folding import EventFolding
 from .freshness import Freshness
 from .sidecar import SCHEMA_VERSION, Sidecar, heals
@@ -67,7 +68,7 @@ _FEEDBACK = "SELECT n.doc, f.good, f.bad, f.scale FROM feedback f CROSS JOIN not
 _POLICIES = "SELECT doc, policy FROM notes WHERE policy != ''"
 
 
-class Index(Freshness, EventFolding, Sidecar):
+class Index(Freshness, EventFolding, ChangeFeed, Sidecar):
     """The sidecar of one vault; one instance may be shared by the threads of a process."""
 
     def __init__(self, cache_dir: Path, vault_root: Path, roots: list[ScanRoot], devices_dir: Path,
@@ -238,6 +239,7 @@ class Index(Freshness, EventFolding, Sidecar):
             for table in ("notes", "delta", "tomb", "dupkey"):
                 conn.execute(f"DELETE FROM {table}")
             conn.execute("DELETE FROM meta WHERE key IN ('generation', 'n_base')")
+            self._restart_feed(conn)
             sketches: list[list[int]] = []
             for recs, _ in map_chunks(str(self.vault_root), chunks, self.defaults, self.max_chars):
                 first = postings.n_docs
@@ -287,12 +289,13 @@ class Index(Freshness, EventFolding, Sidecar):
                                   (*(r.path for r in records), *gone, *(path for _, _, path in restamped)))
             conn = self._conn()
             big = len(records) > self._threshold(conn)
-            self._apply(conn, records, list(gone), list(restamped), to_delta=not big, checked_ns=time.time_ns())
+            self._apply(conn, records, list(gone), list(restamped), to_delta=not big, checked_ns=time.time_ns(),
+                        origin=ORIGIN_VAULTMEM)
             self._maybe_compact(conn, None, {r.path: r.terms for r in records} if big else None)
 
     def _apply(self, conn: sqlite3.Connection, records: list[Record], gone: list[str],
                restamped: list[tuple[int, int, str]], to_delta: bool = True, checked_ns: int = 0,
-               replacing: set[str] | dict | None = None, scanned: str = "") -> None:
+               replacing: set[str] | dict | None = None, scanned: str = "", origin: str = ORIGIN_DISK) -> None:
         """Write changed rows; with to_delta False their terms wait for the compaction that follows
         (flagged in the same transaction, so a crash before it still ends in a compaction).
 
@@ -300,7 +303,8 @@ class Index(Freshness, EventFolding, Sidecar):
         changed again in the same mtime tick, so the next refresh re-hashes it (as git does).
         replacing holds the paths already in the index (None: look each record up). scanned is the
         scan_digest of a full refresh whose scan the stat cache now holds exactly; every other
-        write forgets it, so only a scan of unchanged files matches it.
+        write forgets it, so only a scan of unchanged files matches it. origin: who made the
+        change, for the change feed (feed.py).
         """
         with transaction(conn):
             if replacing is None:  # in the transaction: another writer may have indexed one meanwhile
@@ -309,11 +313,8 @@ class Index(Freshness, EventFolding, Sidecar):
             if not (records or gone or restamped):
                 return
             next_doc = int(self._meta(conn, "next_doc", "0"))
-            for rel in gone:
-                self._drop(conn, rel)
-            for rec in records:
-                if rec.path in replacing:
-                    self._drop(conn, rec.path)
+            dropped = {rel: self._drop(conn, rel) for rel in gone}
+            replaced = {rec.path: self._drop(conn, rec.path) for rec in records if rec.path in replacing}
             conn.executemany("UPDATE notes SET mtime_ns = ?, size = ? WHERE path = ?", restamped)
             records = sorted(records, key=lambda rec: rec.path)  # the order a generation keeps
             docs = range(next_doc, next_doc + len(records))
@@ -328,17 +329,22 @@ class Index(Freshness, EventFolding, Sidecar):
                 conn.executemany("INSERT INTO delta VALUES (?, ?)",
                                  [(doc, encode_terms(rec.terms)) for doc, rec in zip(docs, records)])
             self._set_meta(conn, next_doc=next_doc + len(records), version=int(self._meta(conn, "version", "0")) + 1)
+            self._log_changes(conn, origin, {p: old for p, old in dropped.items() if old}, records,
+                              {p: old for p, old in replaced.items() if old})
             if not to_delta:
                 self._set_meta(conn, needs_compaction=1)
 
-    def _drop(self, conn: sqlite3.Connection, rel: str) -> None:
-        row = conn.execute("SELECT doc FROM notes WHERE path = ?", (rel,)).fetchone()
+    def _drop(self, conn: sqlite3.Connection, rel: str) -> Dropped | None:
+        """Remove a path's row; the (id, kind, namespace) it held, or None when it had none."""
+        row = conn.execute("SELECT doc, id, kind, namespace FROM notes WHERE path = ?", (rel,)).fetchone()
         if row is None:
-            return
-        conn.execute("DELETE FROM notes WHERE doc = ?", row)
+            return None
+        doc = row[:1]
+        conn.execute("DELETE FROM notes WHERE doc = ?", doc)
         conn.execute("DELETE FROM dupkey WHERE path = ?", (rel,))
-        if conn.execute("DELETE FROM delta WHERE doc = ?", row).rowcount == 0:
-            conn.execute("INSERT OR IGNORE INTO tomb VALUES (?)", row)
+        if conn.execute("DELETE FROM delta WHERE doc = ?", doc).rowcount == 0:
+            conn.execute("INSERT OR IGNORE INTO tomb VALUES (?)", doc)
+        return row[1:]
 
     def _threshold(self, conn: sqlite3.Connection) -> float:
         return max(self.compact_min, self.compact_ratio * int(self._meta(conn, "n_base", "0")))

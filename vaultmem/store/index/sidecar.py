@@ -22,8 +22,8 @@ from ..files import remove_tree
 from .sqlrows import SCHEMA, connect, is_damage, transaction
 from ..writelock import WriteLock, notice
 
-SCHEMA_VERSION = 8  # 6: near-duplicate keys from seeded hashes (dedup.sketch_keys); 7: per-note policy, feedback, pins;
-# 8: decay events folded (feedback.scale)
+SCHEMA_VERSION = 9  # 6: near-duplicate keys from seeded hashes (dedup.sketch_keys); 7: per-note policy, feedback, pins;
+# 8: decay events folded (feedback.scale); 9: the change feed (changes, feed_epoch)
 _DB = "index.sqlite"
 
 Method = TypeVar("Method", bound=Callable[..., Any])
@@ -146,6 +146,8 @@ class Sidecar:
             conn.executescript(SCHEMA)
             with transaction(conn):
                 self._set_meta(conn, schema_version=SCHEMA_VERSION, tokenizer_version=text.TOKENIZER_VERSION)
+                # the change feed's name (feed.py): kept while these tables are, new with new ones
+                conn.execute("INSERT OR IGNORE INTO meta VALUES ('feed_epoch', ?)", (os.urandom(6).hex(),))
 
     @staticmethod
     def _versions(conn: sqlite3.Connection) -> dict[str, str]:

@@ -52,6 +52,10 @@ CREATE TABLE IF NOT EXISTS pins(file TEXT NOT NULL, id TEXT NOT NULL, event TEXT
 CREATE TABLE IF NOT EXISTS dupkey(key INTEGER NOT NULL, path TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS dupkey_key ON dupkey(key);
 CREATE INDEX IF NOT EXISTS dupkey_path ON dupkey(path);
+-- the change feed (feed.py): what each change of the index did to a note, numbered in order
+CREATE TABLE IF NOT EXISTS changes(seq INTEGER PRIMARY KEY, at REAL NOT NULL, action TEXT NOT NULL, origin TEXT NOT NULL,
+                                   id TEXT NOT NULL, path TEXT NOT NULL, kind TEXT NOT NULL, namespace TEXT NOT NULL,
+                                   status TEXT NOT NULL, was_path TEXT NOT NULL, was_namespace TEXT NOT NULL);
 """
 
 
