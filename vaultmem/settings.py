@@ -165,6 +165,12 @@ class SyncSettings(NamedTuple):
     max_deletions: int
 
 
+class HookSettings(NamedTuple):
+    run: tuple[FrozenMap, ...]  # each {name, command | entry_point, on?}, checked by config's rule
+    timeout: float
+    queue: int
+
+
 class IndexSettings(NamedTuple):
     auto_refresh: bool
     sweep_budget: float
@@ -190,6 +196,7 @@ class Settings(NamedTuple):
     consolidate: ConsolidateSettings
     working_set: WorkingSetSettings
     sync: SyncSettings
+    hooks: HookSettings
     index: IndexSettings
 
     @classmethod
@@ -264,7 +271,7 @@ def _deep_update(base: dict[str, Any], over: Mapping[str, Any]) -> None:
 # the section classes a field may hold (its annotation is the class)
 _SECTIONS = frozenset((Folders, NoteDefaults, WriteSettings, PolicySettings, RankingSettings, Cues, ImportancePoints,
                        ExtractionSettings, ReinforcementSettings, GcSettings, ConsolidateSettings, WorkingSetSettings,
-                       SyncSettings, IndexSettings))
+                       SyncSettings, HookSettings, IndexSettings))
 
 
 @functools.cache
@@ -280,7 +287,7 @@ def load_settings(path: Path, cache: Path | None = None) -> Settings:
     return Settings.from_mapping(load_config(path, cache))
 
 
-__all__ = ["ConsolidateSettings", "Cues", "ExtractionSettings", "Folders", "FrozenMap", "GcSettings",
+__all__ = ["ConsolidateSettings", "Cues", "ExtractionSettings", "Folders", "FrozenMap", "GcSettings", "HookSettings",
            "ImportancePoints", "IndexSettings", "NoteDefaults", "PolicySettings", "RankingSettings",
            "ReinforcementSettings", "Settings", "SyncSettings", "WorkingSetSettings", "WriteSettings",
            "default_settings", "load_settings"]

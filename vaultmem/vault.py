@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .errors import NoteNotFound, OwnerOnly
+from .errors import NoteNotFound, OwnerOnly, VaultmemError
 from .store.store import Store
 
 __all__ = ["OWNER_ONLY", "Vault"]
@@ -17,7 +17,7 @@ __all__ = ["OWNER_ONLY", "Vault"]
 # notes (doctor and check_staged report on every note, gc and repair rewrite or archive any,
 # sync commits and pulls them all, the hooks and the watcher serve the whole vault).
 OWNER_ONLY = ("doctor", "repair", "gc", "sync", "install_hook", "uninstall_hook", "check_staged",
-              "lambda_estimate", "watch")
+              "lambda_estimate", "watch", "hook_list", "enable_hook", "disable_hook", "test_hook", "wait_for_hooks")
 
 
 def _owner_only(vault: Store, operation: str) -> None:
@@ -344,6 +344,45 @@ class Vault(Store):
         from .sync.hook import check_staged
 
         return check_staged(self)
+
+    # -- on-write hooks (store/hooks.py, store/hookqueue.py) ------------------------------------------
+    def hook_list(self) -> list[dict[str, Any]]:
+        """The hooks config.yaml names, each with its state on this device and its recorded failures."""
+        _owner_only(self, "hook_list")
+        from .store.hooks import report
+
+        return report(self.root, self.device_dir, self.settings.hooks.run)
+
+    def enable_hook(self, name: str) -> dict[str, Any]:
+        """Let this device run a configured hook as it is now (a changed one needs enabling again)."""
+        _owner_only(self, "enable_hook")
+        from .store.hooks import enable, named
+
+        return {"name": name, **enable(self.root, named(self.settings.hooks.run, name))}
+
+    def disable_hook(self, name: str) -> bool:
+        """Stop running a hook on this device; whether it was enabled."""
+        _owner_only(self, "disable_hook")
+        from .store.hooks import disable
+
+        return disable(self.root, name)
+
+    def test_hook(self, name: str) -> dict[str, Any]:
+        """Run an enabled hook now with a sample event (action `test`) and say how it went; nothing is recorded."""
+        _owner_only(self, "test_hook")
+        from .store.hooks import named, report, run_hook, sample_event
+
+        spec = named(self.settings.hooks.run, name)
+        state = next(h["state"] for h in report(self.root, self.device_dir, (spec,)))
+        if state != "enabled":
+            raise VaultmemError(f"hook {name!r} is {state} on this device: read what it runs "
+                                f"({spec.get('command') or spec.get('entry_point')}), then `vaultmem hooks enable {name}`")
+        return {"name": name, **run_hook(spec, [sample_event()], self.root, float(self.settings.hooks.timeout)).to_dict()}
+
+    def wait_for_hooks(self, timeout: float = 30.0) -> bool:
+        """Wait until the hook runs queued so far have ended, at most `timeout` s; whether they all did."""
+        _owner_only(self, "wait_for_hooks")
+        return self.hooks.drain(timeout)
 
     def _hot(self, *results: Any) -> Any:
         """Promote what a write wrote into the working set, if any; returns the first result."""
