@@ -8,6 +8,8 @@ operation must say how it keeps the boundary before it can land.
 
 from __future__ import annotations
 
+import inspect
+
 import json
 from pathlib import Path
 
@@ -197,8 +199,10 @@ def test_an_agent_confined_to_alice_never_reads_or_changes_bobs_notes(vault, bob
             _run(name, lambda: call(alice, bobs), bobs, given, expect=expect)
             walked += 1
     for name in OWNER_ONLY:
-        with pytest.raises(OwnerOnly, match="owner"):
-            getattr(alice, name)()
+        operation = getattr(alice, name)
+        needed = [p for p in inspect.signature(operation).parameters.values() if p.default is p.empty]
+        with pytest.raises(OwnerOnly, match="owner"):  # refused before it reads what it was given
+            operation(*["x"] * len(needed))
         walked += 1
     bobs.unchanged("the walk")
     assert walked >= len(REF_CALLS) * 6 + len(CALLS) + len(OWNER_ONLY)

@@ -134,8 +134,8 @@ sync:                     # `vaultmem sync` and the pre-commit hook (`vaultmem h
   max_deletions: 50       # the hook refuses a commit that deletes more notes than this (a mass deletion)
 
 hooks:                    # programs run after a note is created, merged, superseded, forgotten, restored or confirmed (README "Hooks")
-  run: []                 # each: - {name: notify, command: 'python3 ~/bin/notify.py', on: [create, merge]} or - {name: log, entry_point: 'mypkg.hooks:on_write'}
-                          # (on: the actions it is told of, all without it); none runs on a device until `vaultmem hooks enable NAME` there
+  run: []                 # each: - {name: notify, command: 'python3 ~/bin/notify.py', actions: [create, merge]} or - {name: log, entry_point: 'mypkg.hooks:on_write'}
+                          # (actions: what it is told of, every action without it); none runs on a device until `vaultmem hooks enable NAME` there
   timeout: 10             # seconds a run may take; then it is killed with its process group and the failure recorded
   queue: 100              # hook runs waiting (each up to 1000 events as JSON lines); past that a run is dropped and recorded
 
@@ -149,12 +149,12 @@ index:
 """
 
 HOOK_ACTIONS = ("create", "merge", "supersede", "forget", "restore", "confirm")
-"""What a hook is told about a note (its `on` picks some)."""
-_HOOK_KEYS = {"name", "command", "entry_point", "on"}
+"""What a hook is told about a note (its `actions` pick some)."""
+_HOOK_KEYS = {"name", "command", "entry_point", "actions"}  # not `on`: YAML 1.1 reads it as true
 
 
 def _hook_ok(hook: Any) -> bool:
-    """A hook of hooks.run: a name, a command or a `module:function` entry point (one of them), and an `on` list of actions."""
+    """A hook of hooks.run: a name, a command or a `module:function` entry point (one of them), and an `actions` list."""
     if not isinstance(hook, dict) or not set(hook) <= _HOOK_KEYS or not _text(hook.get("name")):
         return False
     runs = [key for key in ("command", "entry_point") if key in hook]
@@ -162,7 +162,7 @@ def _hook_ok(hook: Any) -> bool:
         return False
     if runs == ["entry_point"] and not all(part.strip() for part in hook["entry_point"].partition(":")):
         return False
-    on = hook.get("on", list(HOOK_ACTIONS))
+    on = hook.get("actions", list(HOOK_ACTIONS))
     return isinstance(on, list) and bool(on) and all(action in HOOK_ACTIONS for action in on)
 
 
@@ -212,7 +212,7 @@ _RULES: dict[str, tuple[str, Any]] = {
     "half_life_hours.*": ("a number of 0 or more, or null", lambda v: v >= 0),
     "defaults.score": ("a number from 0 to 10", lambda v: 0 <= v <= 10),
     "hooks.run": ("a list of hooks with unique names, each {name, command: TEXT or entry_point: 'module:function', "
-                  f"on: [{', '.join(HOOK_ACTIONS)}]}}", _hooks_ok),
+                  f"actions: [{', '.join(HOOK_ACTIONS)}]}}", _hooks_ok),
     "hooks.timeout": ("a number of seconds above 0", lambda v: v > 0),
     "hooks.queue": ("a positive integer", lambda v: isinstance(v, int) and v >= 1),
 }

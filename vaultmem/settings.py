@@ -166,7 +166,7 @@ class SyncSettings(NamedTuple):
 
 
 class HookSettings(NamedTuple):
-    run: tuple[FrozenMap, ...]  # each {name, command | entry_point, on?}, checked by config's rule
+    run: tuple[FrozenMap, ...]  # each {name, command | entry_point, actions?}, checked by config's rule
     timeout: float
     queue: int
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .errors import NoteNotFound, OwnerOnly, VaultmemError
+from .errors import NoteNotFound, OwnerOnly
 from .store.store import Store
 
 __all__ = ["OWNER_ONLY", "Vault"]
@@ -139,7 +139,10 @@ class Vault(Store):
         """Counts and the index's state."""
         from .recall.catalog import stats
 
-        return stats(self)
+        data = stats(self)
+        if self.settings.hooks.run and not self.caller.confined:  # the owner's programs, and their failures
+            data["hooks"] = {h["name"]: f"{h['state']}, {h['failures']} failed" for h in self.hook_list()}
+        return data
 
     def doctor(self, strict: bool = False):
         """Unparsable notes, duplicates, broken links, conflicts, index drift; with `strict`, secrets
@@ -150,6 +153,9 @@ class Vault(Store):
 
         report = doctor(self, strict)
         report.warnings += sync_warnings(self)
+        report.warnings += [f"hook {h['name']} failed {h['failures']} times since it was enabled (last: "
+                            f"{h['last_failure']['why']}); the notes were written: `vaultmem hooks list`"
+                            for h in self.hook_list() if h["failures"]]
         return report
 
     def watch(self, **options: Any):
@@ -368,16 +374,14 @@ class Vault(Store):
         return disable(self.root, name)
 
     def test_hook(self, name: str) -> dict[str, Any]:
-        """Run an enabled hook now with a sample event (action `test`) and say how it went; nothing is recorded."""
+        """Run a configured hook once now with a sample event (action `test`, no note) and say how it went,
+        enabled or not: asking for it by name here is this device's consent to that one run. Nothing is recorded."""
         _owner_only(self, "test_hook")
-        from .store.hooks import named, report, run_hook, sample_event
+        from .store.hooks import named, run_hook, sample_event
 
         spec = named(self.settings.hooks.run, name)
-        state = next(h["state"] for h in report(self.root, self.device_dir, (spec,)))
-        if state != "enabled":
-            raise VaultmemError(f"hook {name!r} is {state} on this device: read what it runs "
-                                f"({spec.get('command') or spec.get('entry_point')}), then `vaultmem hooks enable {name}`")
-        return {"name": name, **run_hook(spec, [sample_event()], self.root, float(self.settings.hooks.timeout)).to_dict()}
+        outcome = run_hook(spec, [sample_event()], self.root, float(self.settings.hooks.timeout))
+        return {"name": name, "runs": str(spec.get("command") or spec.get("entry_point")), **outcome.to_dict()}
 
     def wait_for_hooks(self, timeout: float = 30.0) -> bool:
         """Wait until the hook runs queued so far have ended, at most `timeout` s; whether they all did."""

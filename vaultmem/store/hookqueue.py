@@ -158,8 +158,8 @@ class HookQueue:
 
 
 def _wants(spec: Mapping[str, Any], action: str) -> bool:
-    """Whether a hook is run for this action (its `on`, or every action)."""
-    return action in spec.get("on", HOOK_ACTIONS)
+    """Whether a hook is run for this action (its `actions`, or every one)."""
+    return action in spec.get("actions", HOOK_ACTIONS)
 
 
 @atexit.register

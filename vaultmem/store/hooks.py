@@ -144,7 +144,7 @@ def report(root: Path, device_dir: Path, specs: tuple[Mapping[str, Any], ...]) -
             else "changed since enabled"
         failed = failures(device_dir, name, float(entry.get("at", 0))) if entry else []
         out.append({"name": name, "kind": "command" if spec.get("command") else "entry_point", "runs": _runs(spec),
-                    "on": list(spec.get("on", HOOK_ACTIONS)), "state": state, "failures": len(failed),
+                    "actions": list(spec.get("actions", HOOK_ACTIONS)), "state": state, "failures": len(failed),
                     "last_failure": failed[-1] if failed else None})
     return out
 
