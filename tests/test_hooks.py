@@ -226,3 +226,13 @@ def test_the_hooks_commands(vault, tmp_path):
     assert json.loads(disabled.output) == {"name": "rec", "disabled": True}
     unknown = CliRunner().invoke(app, ["hooks", "enable", "nope", *root])
     assert unknown.exit_code == 1 and "no hook named 'nope'" in unknown.output
+
+
+def test_a_one_off_cli_remember_runs_its_hooks_before_the_process_ends(vault, tmp_path):
+    hook, out = recorder(vault, tmp_path)
+    vault = configure(vault, [hook])
+    vault.enable_hook("rec")
+    done = subprocess.run([sys.executable, "-m", "vaultmem", "remember", "--vault", str(vault.root),
+                           "The lab door code is on the whiteboard"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("created:")
+    assert [ev["action"] for ev in events(out)] == ["create"]  # the fast path's os._exit waited for its queue

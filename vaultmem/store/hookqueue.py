@@ -23,7 +23,7 @@ from .events import append_events
 from .hooks import digest, enabled_digests, hook_events, run_hook
 from .writelock import notice
 
-__all__ = ["BATCH", "HookQueue"]
+__all__ = ["BATCH", "HookQueue", "finish_all"]
 
 BATCH = 1000
 """Events per hook run, as JSON lines: a batch of 10,000 notes is 10 runs of a command, not 10,000
@@ -163,6 +163,7 @@ def _wants(spec: Mapping[str, Any], action: str) -> bool:
 
 
 @atexit.register
-def _finish_all() -> None:
+def finish_all() -> None:
+    """Let every Store's queued hook runs end (HookQueue.finish): at exit, and before a one-off command's os._exit."""
     for hooks in list(_live):
         hooks.finish()
