@@ -82,20 +82,19 @@ class HookQueue:
         with self._lock:
             if self._queue is None:
                 self._queue = queue.Queue(maxsize=self._settings().queue)
-                threading.Thread(target=self._work, name="vaultmem-hooks", daemon=True).start()
+                threading.Thread(target=self._work, args=(self._queue,), name="vaultmem-hooks", daemon=True).start()
                 _live.add(self)
             return self._queue
 
-    def _work(self) -> None:
-        assert self._queue is not None
+    def _work(self, waiting: queue.Queue[list[dict[str, Any]]]) -> None:
         while True:
-            batch = self._queue.get()
+            batch = waiting.get()
             try:
                 self._deliver(batch)
             except Exception as exc:  # the thread must outlive anything: the next write's hooks still run
                 self._record([spec["name"] for spec in self._runnable()], batch, f"not run: {exc}")
             finally:
-                self._queue.task_done()
+                waiting.task_done()
 
     def _deliver(self, batch: list[dict[str, Any]]) -> None:
         specs = self._runnable()

@@ -98,3 +98,6 @@ def test_hook(name: NameArg, vault: VaultOpt = None, json_out: JsonOpt = False) 
             say(result["stderr"].rstrip(), style="dim")
     if not result["ok"]:
         raise typer.Exit(EXIT_PROBLEMS)
+
+
+__all__ = ["disable_hook", "enable_hook", "hooks_app", "list_hooks", "test_hook"]
