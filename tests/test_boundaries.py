@@ -8,6 +8,8 @@ operation must say how it keeps the boundary before it can land.
 
 from __future__ import annotations
 
+import inspect
+
 import json
 from pathlib import Path
 

@@ -59,8 +59,13 @@ def _leave(code: int) -> None:
     must be), and its index transaction committed. What teardown would add is freeing every
     module (~25 ms) and SQLite's checkpoint of its write-ahead log on close (~15-30 ms with its
     syncs): together a fifth of a `remember`. The log stays for the next writer to checkpoint, as
-    after any crash, which SQLite is built for.
+    after any crash, which SQLite is built for. The one wait kept: a write's hooks (store/hookqueue.py),
+    at most hooks.timeout, so a CLI remember's hooks run; the command's output is already out.
     """
+    hooks = sys.modules.get("vaultmem.store.hookqueue")  # loaded with the Store: only a command that opened a vault
+    if hooks is not None:
+        _flush_quietly()
+        hooks.finish_all()
     for stream in (sys.stdout, sys.stderr):
         if stream is None:  # started with the stream closed
             continue

@@ -135,6 +135,12 @@ working_set:              # long-lived processes (MCP server, Hermes provider): 
 sync:                     # `vaultmem sync` and the pre-commit hook (`vaultmem hook install`)
   max_deletions: 50       # the hook refuses a commit that deletes more notes than this (a mass deletion)
 
+hooks:                    # programs run after a note is created, merged, superseded, forgotten, restored or confirmed (README "Hooks")
+  run: []                 # each: - {name: notify, command: 'python3 ~/bin/notify.py', actions: [create, merge]} or - {name: log, entry_point: 'mypkg.hooks:on_write'}
+                          # (actions: what it is told of, every action without it); none runs on a device until `vaultmem hooks enable NAME` there
+  timeout: 10             # seconds a run may take; then it is killed with its process group and the failure recorded
+  queue: 100              # hook runs waiting (each up to 1000 events as JSON lines); past that a run is dropped and recorded
+
 index:
   auto_refresh: true      # rescan changed files before each CLI recall (remember: --refresh)
   sweep_budget: 0.05      # seconds: a one-off read stats every note while that costs no more (README "Freshness")
@@ -149,6 +155,33 @@ http:                     # `vaultmem serve` (README "Use it over HTTP"); where 
   rate_per_minute: 600    # requests a token may make a minute, in bursts of up to a tenth of that (429 beyond); 0 = no limit
   cors_origins: []        # web pages' origins that may call it from a browser (e.g. ["http://localhost:3000"]); none: CORS off
 """
+
+HOOK_ACTIONS = ("create", "merge", "supersede", "forget", "restore", "confirm")
+"""What a hook is told about a note (its `actions` pick some)."""
+_HOOK_KEYS = {"name", "command", "entry_point", "actions"}  # not `on`: YAML 1.1 reads it as true
+
+
+def _hook_ok(hook: Any) -> bool:
+    """A hook of hooks.run: a name, a command or a `module:function` entry point (one of them), and an `actions` list."""
+    if not isinstance(hook, dict) or not set(hook) <= _HOOK_KEYS or not _text(hook.get("name")):
+        return False
+    runs = [key for key in ("command", "entry_point") if key in hook]
+    if len(runs) != 1 or not _text(hook[runs[0]]):
+        return False
+    if runs == ["entry_point"] and not all(part.strip() for part in hook["entry_point"].partition(":")):
+        return False
+    on = hook.get("actions", list(HOOK_ACTIONS))
+    return isinstance(on, list) and bool(on) and all(action in HOOK_ACTIONS for action in on)
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _hooks_ok(hooks: list) -> bool:
+    names = [hook.get("name") for hook in hooks if isinstance(hook, dict)]
+    return all(_hook_ok(hook) for hook in hooks) and len(set(names)) == len(names)
+
 
 # Mappings whose keys a user may extend (a new lifecycle gets its own half-life).
 _OPEN_MAPS = {"half_life_hours"}
@@ -188,6 +221,10 @@ _RULES: dict[str, tuple[str, Any]] = {
                      "working_set.weight", "index.sweep_budget", "index.sweep_every"], _NOT_NEGATIVE),
     "half_life_hours.*": ("a number of 0 or more, or null", lambda v: v >= 0),
     "defaults.score": ("a number from 0 to 10", lambda v: 0 <= v <= 10),
+    "hooks.run": ("a list of hooks with unique names, each {name, command: TEXT or entry_point: 'module:function', "
+                  f"actions: [{', '.join(HOOK_ACTIONS)}]}}", _hooks_ok),
+    "hooks.timeout": ("a number of seconds above 0", lambda v: v > 0),
+    "hooks.queue": ("a positive integer", lambda v: isinstance(v, int) and v >= 1),
 }
 
 
@@ -380,4 +417,4 @@ def _digest(key: list, config: dict[str, Any]) -> str:
 
 
 
-__all__ = ["CONFIG_TEMPLATE", "MAX_CONFIG_BYTES", "defaults", "load_config", "merged_over"]
+__all__ = ["CONFIG_TEMPLATE", "HOOK_ACTIONS", "MAX_CONFIG_BYTES", "defaults", "load_config", "merged_over"]

@@ -166,6 +166,12 @@ class SyncSettings(NamedTuple):
     max_deletions: int
 
 
+class HookSettings(NamedTuple):
+    run: tuple[FrozenMap, ...]  # each {name, command | entry_point, actions?}, checked by config's rule
+    timeout: float
+    queue: int
+
+
 class IndexSettings(NamedTuple):
     auto_refresh: bool
     sweep_budget: float
@@ -198,6 +204,7 @@ class Settings(NamedTuple):
     consolidate: ConsolidateSettings
     working_set: WorkingSetSettings
     sync: SyncSettings
+    hooks: HookSettings
     index: IndexSettings
     http: HttpSettings
 
@@ -273,7 +280,7 @@ def _deep_update(base: dict[str, Any], over: Mapping[str, Any]) -> None:
 # the section classes a field may hold (its annotation is the class)
 _SECTIONS = frozenset((Folders, NoteDefaults, WriteSettings, PolicySettings, RankingSettings, Cues, ImportancePoints,
                        ExtractionSettings, ReinforcementSettings, GcSettings, ConsolidateSettings, WorkingSetSettings,
-                       SyncSettings, IndexSettings, HttpSettings))
+                       SyncSettings, HookSettings, IndexSettings, HttpSettings))
 
 
 @functools.cache
@@ -289,7 +296,7 @@ def load_settings(path: Path, cache: Path | None = None) -> Settings:
     return Settings.from_mapping(load_config(path, cache))
 
 
-__all__ = ["ConsolidateSettings", "Cues", "ExtractionSettings", "Folders", "FrozenMap", "GcSettings", "HttpSettings",
+__all__ = ["ConsolidateSettings", "Cues", "ExtractionSettings", "Folders", "FrozenMap", "GcSettings", "HookSettings", "HttpSettings",
            "ImportancePoints", "IndexSettings", "NoteDefaults", "PolicySettings", "RankingSettings",
            "ReinforcementSettings", "Settings", "SyncSettings", "WorkingSetSettings", "WriteSettings",
            "default_settings", "load_settings"]

@@ -18,7 +18,8 @@ __all__ = ["OWNER_ONLY", "Vault"]
 # sync commits and pulls them all, the hooks and the watcher serve the whole vault; the HTTP tokens open
 # it to other callers).
 OWNER_ONLY = ("doctor", "repair", "gc", "sync", "install_hook", "uninstall_hook", "check_staged",
-              "lambda_estimate", "watch", "add_token", "tokens", "revoke_token", "token_for")
+              "lambda_estimate", "watch", "add_token", "tokens", "revoke_token", "token_for", "hook_list",
+              "enable_hook", "disable_hook", "test_hook", "wait_for_hooks")
 
 
 def _owner_only(vault: Store, operation: str) -> None:
@@ -149,7 +150,10 @@ class Vault(Store):
         """Counts and the index's state."""
         from .recall.catalog import stats
 
-        return stats(self)
+        data = stats(self)
+        if self.settings.hooks.run and not self.caller.confined:  # the owner's programs, and their failures
+            data["hooks"] = {h["name"]: f"{h['state']}, {h['failures']} failed" for h in self.hook_list()}
+        return data
 
     def doctor(self, strict: bool = False):
         """Unparsable notes, duplicates, broken links, conflicts, index drift; with `strict`, secrets
@@ -160,6 +164,9 @@ class Vault(Store):
 
         report = doctor(self, strict)
         report.warnings += sync_warnings(self)
+        report.warnings += [f"hook {h['name']} failed {h['failures']} times since it was enabled (last: "
+                            f"{h['last_failure']['why']}); the notes were written: `vaultmem hooks list`"
+                            for h in self.hook_list() if h["failures"]]
         return report
 
     def watch(self, **options: Any):
@@ -387,6 +394,43 @@ class Vault(Store):
 
             book = self.__dict__.setdefault("_tokens", TokenBook(self.state / "devices", self.device_dir, self.device))
         return book
+
+    # -- on-write hooks (store/hooks.py, store/hookqueue.py) ------------------------------------------
+    def hook_list(self) -> list[dict[str, Any]]:
+        """The hooks config.yaml names, each with its state on this device and its recorded failures."""
+        _owner_only(self, "hook_list")
+        from .store.hooks import report
+
+        return report(self.root, self.device_dir, self.settings.hooks.run)
+
+    def enable_hook(self, name: str) -> dict[str, Any]:
+        """Let this device run a configured hook as it is now (a changed one needs enabling again)."""
+        _owner_only(self, "enable_hook")
+        from .store.hooks import enable, named
+
+        return {"name": name, **enable(self.root, named(self.settings.hooks.run, name))}
+
+    def disable_hook(self, name: str) -> bool:
+        """Stop running a hook on this device; whether it was enabled."""
+        _owner_only(self, "disable_hook")
+        from .store.hooks import disable
+
+        return disable(self.root, name)
+
+    def test_hook(self, name: str) -> dict[str, Any]:
+        """Run a configured hook once now with a sample event (action `test`, no note) and say how it went,
+        enabled or not: asking for it by name here is this device's consent to that one run. Nothing is recorded."""
+        _owner_only(self, "test_hook")
+        from .store.hooks import named, run_hook, sample_event
+
+        spec = named(self.settings.hooks.run, name)
+        outcome = run_hook(spec, [sample_event()], self.root, float(self.settings.hooks.timeout))
+        return {"name": name, "runs": str(spec.get("command") or spec.get("entry_point")), **outcome.to_dict()}
+
+    def wait_for_hooks(self, timeout: float = 30.0) -> bool:
+        """Wait until the hook runs queued so far have ended, at most `timeout` s; whether they all did."""
+        _owner_only(self, "wait_for_hooks")
+        return self.hooks.drain(timeout)
 
     def _hot(self, *results: Any) -> Any:
         """Promote what a write wrote into the working set, if any; returns the first result."""

@@ -19,6 +19,8 @@ from ..errors import (AmbiguousNote, ConfigError, InvalidValue, NoteNotFound, Un
 from ..notes.names import safe_filename
 from .caller import Caller
 from .events import append_accesses, append_events, device_id
+from .hookqueue import HookQueue
+from .hooks import HOOK_ENV
 from .files import atomic_write
 from .index.index import Index
 from .index.scan import RefreshStats, ScanRoot
@@ -160,6 +162,8 @@ class Store:
         self.device_dir = self.state / "devices" / self.device
         self._index: Index | None = None
         self._index_lock = threading.Lock()
+        # made here (its thread starts with the first hook event), so every as_caller view shares it
+        self.hooks = HookQueue(self.root, self.device_dir, lambda: self.settings.hooks, self._hook_rows)
         self._told_read_only = False
 
     def _checked(self, path: Path, creating: bool = False) -> Path:
@@ -256,6 +260,7 @@ class Store:
                 self._index = Index(cache, self.root, roots, self.state / "devices", self.settings.defaults,
                                     self.settings.write.max_text_chars, idx.compact_min, idx.compact_ratio,
                                     lock_timeout(idx.lock_timeout))
+                self._index.released = self.hooks.release
             return self._index
 
     def refresh(self, progress: Callable[[int, int], None] | None = None, force: bool = False,
@@ -498,7 +503,21 @@ class Store:
         extra = self.caller.audit_fields()
         if extra:
             events = [{**event, **{k: v for k, v in extra.items() if k not in event}} for event in events]
+        events = list(events)
         append_events(self.device_dir, "audit", events)
+        if self.settings.hooks.run and HOOK_ENV not in os.environ:  # a hook's own writes fire none: no loops
+            self.hooks.stage(events, held=self.index.writer_busy)
+
+    # -- hooks ------------------------------------------------------------------------------------
+
+    def _hook_rows(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """{id: index row (path, title, namespace)} of these notes, for their hook events."""
+        rows: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(ids), 500):  # SQLite's bound on a statement's parameters
+            part = ids[start:start + 500]
+            rows.update((r["id"], r) for r in self.index.select_notes(
+                f"id IN ({', '.join('?' * len(part))})", tuple(part), columns=("id", "path", "title", "namespace")))
+        return rows
 
     def record_access(self, ids: Iterable[str], now: float | None = None) -> None:
         """Append access events (reinforcement) for these notes; never touches the notes. In a

@@ -93,6 +93,7 @@ class Sidecar:
         self._local = threading.local()
         cache_dir.mkdir(parents=True, exist_ok=True)
         self._writer = WriteLock(cache_dir / "write.lock", lock_timeout)
+        self.released: Callable[[], None] | None = None  # called once the outermost writing() let go (the Store's hooks)
         heals(Sidecar._ensure_schema)(self)
 
     # -- connections -------------------------------------------------------------------------
@@ -190,10 +191,21 @@ class Sidecar:
     def writing(self) -> Iterator[None]:
         """The writers' lock, for a whole write pipeline run: two processes remembering the same
         thing at once must not both find it new."""
-        with self._write_lock():
-            if self._writer.depth == 1:
-                self._follow_rebuild()
-            yield
+        outermost = False
+        try:
+            with self._write_lock():
+                outermost = self._writer.depth == 1
+                if outermost:
+                    self._follow_rebuild()
+                yield
+        finally:  # what was written before a failure is on disk too: its hooks run
+            if outermost and self.released is not None:
+                self.released()
+
+    @property
+    def writer_busy(self) -> bool:
+        """Whether a thread of this process holds the writers' lock now."""
+        return self._writer.depth > 0
 
     # -- healing ---------------------------------------------------------------------------------
     def _heal(self, damage: Exception) -> None:
