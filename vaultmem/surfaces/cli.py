@@ -12,81 +12,12 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from typer.core import TyperGroup
 
-from .console import (IDS, JSON, RECALL_OPTIONS, REMEMBER_OPTIONS, TAG, VAULT, Opt, check_lifecycle,
-                      error_message, open_vault, print_json, read_stdin, reader_left, recall_command,
-                      remember_command, report_error, say, version_line)
+from .cli_app import (EXIT_ERROR, EXIT_PROBLEMS, EXTRA_ARGS, HELP_OPTIONS, IdsOpt, JsonOpt, Rec, Rem, TagOpt,
+                      VaultOpt, app, no_extra, progress, show_report, sub_app)
+from .console import (check_lifecycle, open_vault, print_json, read_stdin, recall_command, remember_command, say,
+                      version_line)
 from ..errors import VaultmemError
-
-EXIT_ERROR = 1
-EXIT_PROBLEMS = 3  # doctor found problems
-HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
-
-
-class _Group(TyperGroup):
-    """Turns every error into one line on stderr (a JSON object with --json) and exit code 1, never a
-    traceback; bare `vaultmem` (or `vaultmem entity`) prints its help and exits 0, as git does."""
-
-    def parse_args(self, ctx, args):  # noqa: D102
-        if not args and self.no_args_is_help and not ctx.resilient_parsing:
-            typer.echo(ctx.get_help())
-            ctx.exit(0)
-        return super().parse_args(ctx, args)
-
-    def invoke(self, ctx):  # noqa: D102
-        wants_json = JSON.flags[0] in [*getattr(ctx, "_protected_args", ()), *ctx.args]
-        try:
-            return super().invoke(ctx)
-        except BrokenPipeError:  # `vaultmem list | head -1`: the reader has what it wanted
-            reader_left()
-            raise typer.Exit(0) from None
-        except Exception as exc:
-            if hasattr(exc, "exit_code"):  # typer/click's own exits, usage errors and aborts
-                if wants_json and exc.exit_code == 2 and hasattr(exc, "format_message"):  # a usage error
-                    sys.stderr.write(json.dumps({"error": exc.format_message(), "kind": "usage",
-                                                 "exit_code": exc.exit_code}, ensure_ascii=False) + "\n")
-                    raise typer.Exit(exc.exit_code) from None
-                raise
-            message = error_message(exc)
-            if message is None:
-                raise
-            report_error(message, exc, wants_json)
-            raise typer.Exit(EXIT_ERROR) from None
-
-
-def sub_app(help_text: str) -> typer.Typer:
-    return typer.Typer(cls=_Group, no_args_is_help=True, context_settings=HELP_OPTIONS, rich_markup_mode=None,
-                       help=help_text)
-
-
-app = typer.Typer(cls=_Group, no_args_is_help=True, context_settings=HELP_OPTIONS, rich_markup_mode=None,
-                  help="Long-term memory for AI agents in an Obsidian/Markdown vault.\n\n"
-                       "The vault is --vault (before or after the command), else $VAULTMEM_VAULT, else "
-                       "$OBSIDIAN_VAULT_PATH. Every command has -h, and --json where it prints results; each "
-                       "help ends with an example that runs as written on the bundled sample vault "
-                       "(export VAULTMEM_VAULT=sample-vault).")
-
-
-def _option(spec: Opt):
-    """The typer option of a console.Opt (the fast path builds its argparse twin from the same Opt)."""
-    decls = spec.flags
-    if spec.negatable:
-        decls = (f"{spec.flags[0]}/--no-{spec.flags[0][2:]}", *spec.flags[1:])
-    kind = bool if spec.kind is bool else Optional[list[spec.kind]] if spec.many else Optional[spec.kind]
-    return Annotated[kind, typer.Option(*decls, help=spec.help, metavar=spec.metavar, min=spec.minimum,
-                                        show_default=spec.negatable)]
-
-
-Rem = {name: _option(spec) for name, spec in REMEMBER_OPTIONS.items()}
-Rec = {name: _option(spec) for name, spec in RECALL_OPTIONS.items()}
-VaultOpt = _option(VAULT)
-JsonOpt = _option(JSON)
-TagOpt = _option(TAG)
-IdsOpt = _option(IDS)
-# Extra arguments are refused by us, not by click, whose message repeats them: an unquoted
-# `remember my password is hunter2` must not print the password back
-EXTRA_ARGS = {"allow_extra_args": True}
 
 
 def _version(value: bool) -> None:
@@ -112,38 +43,6 @@ def _vault_defaults(group, vault: Path) -> dict:
         elif any(param.name == "vault" for param in command.params):
             found[name] = {"vault": vault}
     return found
-
-
-def _no_extra(ctx: typer.Context, what: str) -> None:
-    if ctx.args:
-        raise VaultmemError(f"{len(ctx.args)} unexpected argument(s) after {what}; quote text that has spaces")
-
-
-def _progress(label: str):
-    """A rich progress bar on a terminal (stderr), silent otherwise; returns (update(done, total, step), close)."""
-    if not sys.stderr.isatty():
-        return (lambda done, total, step=None: None), (lambda: None)
-    from rich.progress import Progress
-
-    bar = Progress(transient=True)
-    task = bar.add_task(label, total=None)
-    bar.start()
-
-    def update(done: int, total: int, step: str | None = None) -> None:
-        bar.update(task, completed=done, total=total, **({"description": step} if step else {}))
-
-    return update, bar.stop
-
-
-def show_report(report, json_out: bool, show, failing: int = EXIT_PROBLEMS) -> None:
-    """A check's report as JSON (`report.to_dict()`) or as `show` prints it; exit `failing` when it
-    is not ok (doctor, lint, repair: 3 for findings; the pre-commit hook: 1, which stops the commit)."""
-    if json_out:
-        print_json(report.to_dict())
-    else:
-        show(report)
-    if not report.ok:
-        raise typer.Exit(failing)
 
 
 @app.command()
@@ -197,7 +96,7 @@ def remember(
       vaultmem remember "Deploy window is Tuesday 22:00" --tag ops --lifecycle fact
       created: memories/
     """
-    _no_extra(ctx, "the memory text")
+    no_extra(ctx, "the memory text")
     if batch is not None:
         _remember_batch(open_vault(vault), batch, json_out, explain)
         return
@@ -212,7 +111,7 @@ def _remember_batch(vault, batch: str, json_out: bool, explain: bool) -> None:
     for number, item in enumerate(items, 1):
         lifecycle = item.get("lifecycle")
         check_lifecycle(vault.settings, lifecycle if lifecycle is None else str(lifecycle), f"item {number}: lifecycle")
-    update, close = _progress("remembering")
+    update, close = progress("remembering")
     try:
         # the last memory decided, the notes are written and indexed (a long minute at 100k)
         results = vault.remember_many(items, explain=explain, progress=lambda n: update(
@@ -283,7 +182,7 @@ def entity_add(ctx: typer.Context,
       vaultmem entity add 张三 --alias "Mr. Zhang"
       merged: entities/张三.md
     """
-    _no_extra(ctx, "the name")
+    no_extra(ctx, "the name")
     v = open_vault(vault)
     v.refresh()
     action, path = v.add_entity(name, alias or [], tag or [])
@@ -493,7 +392,7 @@ def reindex(full: Annotated[bool, typer.Option(help="Re-parse every note, not on
       Indexed
     """
     v = open_vault(vault)
-    update, close = _progress("indexing")
+    update, close = progress("indexing")
     try:
         stats = v.refresh(progress=update, force=full)
         if not full:
@@ -566,6 +465,19 @@ def doctor(vault: VaultOpt = None, json_out: JsonOpt = False,
     show_report(open_vault(vault).doctor(strict), json_out, _print_report)
 
 
+@app.command()
+def lint(vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
+    """Check the vault for CI: `doctor --strict` (parse errors, duplicate ids and memories, dead links,
+    conflict markers, sync copies, secrets, expired notes); exit 3 on findings.
+
+    \b
+    Example:
+      vaultmem lint --json
+      "ok"
+    """
+    doctor(vault=vault, json_out=json_out, strict=True)
+
+
 def _print_report(report) -> None:
     for item in report.unparsable:
         say(f"unparsable: {item['error']}", style="warn")
@@ -599,18 +511,20 @@ def _print_report(report) -> None:
     say("ok" if report.ok else "problems found", style="good" if report.ok else "warn")
 
 
-from . import cli_watch  # noqa: E402,F401 registers commands
-from . import cli_repair  # noqa: E402,F401 registers commands
-from . import cli_feedback  # noqa: E402,F401 registers commands
-from . import cli_forget  # noqa: E402,F401 registers commands
-from . import cli_sync  # noqa: E402,F401 registers commands
-from . import cli_hermes  # noqa: E402,F401 registers commands
-from . import cli_consolidate  # noqa: E402,F401 registers commands
-from . import cli_http  # noqa: E402,F401 registers commands
-from . import cli_hooks  # noqa: E402,F401 registers commands
+# The topic modules register their commands on cli_app's app as they are imported (after this module's
+# own, the order `vaultmem --help` lists them in); none imports this module back.
+from . import cli_watch  # noqa: E402,F401
+from . import cli_repair  # noqa: E402,F401
+from . import cli_feedback  # noqa: E402,F401
+from . import cli_forget  # noqa: E402,F401
+from . import cli_sync  # noqa: E402,F401
+from . import cli_hermes  # noqa: E402,F401
+from . import cli_consolidate  # noqa: E402,F401
+from . import cli_http  # noqa: E402,F401
+from . import cli_hooks  # noqa: E402,F401
 
 
 __all__ = ["EXIT_ERROR", "EXIT_PROBLEMS", "EXTRA_ARGS", "HELP_OPTIONS", "IdsOpt", "JsonOpt", "Rec", "Rem",
            "TagOpt", "VaultOpt", "app", "ask", "confirm", "context", "doctor", "entity_add", "entity_app",
-           "init", "list_", "mcp_server", "recall", "reindex", "remember", "show", "show_report", "stats",
+           "init", "lint", "list_", "mcp_server", "recall", "reindex", "remember", "show", "show_report", "stats",
            "sub_app"]

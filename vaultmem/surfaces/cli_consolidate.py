@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .cli import EXIT_PROBLEMS, JsonOpt, VaultOpt, app
+from .cli_app import EXIT_PROBLEMS, JsonOpt, VaultOpt, app
 from .console import open_vault, print_json, say
 
 

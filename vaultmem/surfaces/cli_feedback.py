@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .cli import JsonOpt, VaultOpt, app
+from .cli_app import JsonOpt, VaultOpt, app
 from .console import open_vault, print_json, say
 
 RefArg = Annotated[str, typer.Argument(metavar="REF", help="The memory's id, vault path or title.")]

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .cli import JsonOpt, VaultOpt, app
+from .cli_app import JsonOpt, VaultOpt, app
 from .console import open_vault, print_json, say
 
 DateOpt = Annotated[Optional[str], typer.Option(metavar="DATE", help="YYYY-MM-DD or ISO 8601 (write time).")]

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .cli import JsonOpt, sub_app, app
+from .cli_app import JsonOpt, sub_app, app
 from .console import print_json, say
 
 

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from .cli import EXIT_PROBLEMS, JsonOpt, VaultOpt, app, sub_app
+from .cli_app import EXIT_PROBLEMS, JsonOpt, VaultOpt, app, sub_app
 from .console import open_vault, print_json, say
 
 hooks_app = sub_app("On-write hooks: programs config.yaml names, run after a note is written, merged, superseded "

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .cli import JsonOpt, VaultOpt, app, sub_app
+from .cli_app import JsonOpt, VaultOpt, app, sub_app
 from .console import open_vault, print_json, say
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .cli import EXIT_ERROR, JsonOpt, VaultOpt, app, show_report, sub_app
+from .cli_app import EXIT_ERROR, JsonOpt, VaultOpt, app, show_report, sub_app
 from .console import open_vault, print_json, say
 
 
@@ -41,21 +41,6 @@ def _print_repairs(report) -> None:
         say(f"left as it is: {item.path}: {item.reason}", style="warn")
     if not report.repaired and not report.skipped:
         say("nothing to repair", style="good")
-
-
-@app.command()
-def lint(vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
-    """Check the vault for CI: `doctor --strict` (parse errors, duplicate ids and memories, dead links,
-    conflict markers, sync copies, secrets, expired notes); exit 3 on findings.
-
-    \b
-    Example:
-      vaultmem lint --json
-      "ok"
-    """
-    from .cli import doctor
-
-    doctor(vault=vault, json_out=json_out, strict=True)
 
 
 hook_app = sub_app("The git pre-commit hook that refuses conflict markers, secrets and mass deletions in notes.")
@@ -127,4 +112,4 @@ def _print_hook(report) -> None:
         say("vaultmem refused the commit (the staged notes are unchanged)", style="warn")
 
 
-__all__ = ["hook_app", "hook_install", "hook_run", "hook_uninstall", "lint", "repair"]
+__all__ = ["hook_app", "hook_install", "hook_run", "hook_uninstall", "repair"]

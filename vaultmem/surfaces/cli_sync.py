@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .cli import JsonOpt, VaultOpt, sub_app, app
+from .cli_app import JsonOpt, VaultOpt, sub_app, app
 from .console import open_vault, print_json, say
 
 

@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .cli import EXIT_ERROR, JsonOpt, VaultOpt, app
+from .cli_app import EXIT_ERROR, JsonOpt, VaultOpt, app
 from .console import error_message, open_vault, report_error, say
 
 

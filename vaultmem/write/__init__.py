@@ -2,7 +2,8 @@
 
 pipeline (the Writer: remember/remember_many and the decisions: merge, supersede, create), items
 (the fields a caller gives, their check, WriteResult), entities (the entity notes a write makes
-sure of first), seen (what a write knows of notes beyond the index), drafts
+sure of first), seen (what a write knows of notes beyond the index), saying (whether a note
+already says what a draft says, and the properties a merge compares), drafts
 (the pure half: policy -> extract -> importance -> links -> the rendered draft, also run in worker
 processes), batch/ (what a write holds on its way to disk, InFlight, and its finish as named
 steps; the notes waiting to be written, PendingNotes), policy (secrets and blocked tags), extract

@@ -21,6 +21,7 @@ from .episodes import EpisodeLine
 from ..errors import NamespaceDenied, VaultmemError, WriteConflict
 from .entities import EntityNotes
 from .items import WriteResult, check_item, given_fields
+from .saying import has_tags, holds, listed, note_time, property_links, says
 from .seen import KNOWN_COLUMNS, Known, Seen, words_said
 from .batch.inflight import InFlight
 from .batch.pending import StaleNote
@@ -32,50 +33,6 @@ if TYPE_CHECKING:
     from ..store.store import Store
 
 PENDING_MAX = 200_000  # new notes kept back before a flush writes them (each ~2 KB with its index record)
-
-
-def _holds(meta: dict[str, Any], body: str, draft: Draft) -> bool:
-    """Whether a note already says what a draft says: its words, in order, within the note's (case,
-    width, spacing and punctuation aside), and no tag the note lacks. Saying it again is then no
-    news: the note keeps its score, timestamp and bytes (no git diff)."""
-    return _says(body, words_said(draft.plain)) and _has_tags(meta.get("tags"), draft)
-
-
-def _says(body: str, said: str) -> bool:
-    """Whether a note's body says these words (seen.words_said), in order, within its own."""
-    return bool(said) and f" {said} " in f" {words_said(text.plain_text(body))} "
-
-
-def _listed(value: Any) -> list[Any]:
-    """A property's values: a list as it is, one value as a list of one, nothing as []."""
-    if value in (None, ""):
-        return []
-    return list(value) if isinstance(value, (list, tuple)) else [value]
-
-
-def _property_links(value: Any) -> list[str]:
-    """The wikilink targets of a property's values (an `entities: ["[[Acme Corp]]"]` list)."""
-    from ..notes.note import extract_links
-
-    return extract_links("\n".join(map(str, _listed(value))))
-
-
-def _note_time(meta: dict[str, Any]) -> dt.datetime | None:
-    """A note's `timestamp` as an aware time, read as the pipeline reads every time (parse_time: a
-    naive one is local); None when it has none a merge can compare (absent, text, a sub-minute offset)."""
-    when = meta.get("timestamp")
-    if not isinstance(when, dt.date):
-        return None
-    try:
-        return parse_time(when)
-    except VaultmemError:
-        return None
-
-
-def _has_tags(tags: Any, draft: Draft) -> bool:
-    """Whether a note's tags (None: it has none) include every tag of the draft."""
-    have = {text.normalize_tag(str(t)) for t in tags or []}
-    return all(text.normalize_tag(t) in have for t in draft.meta["tags"])
 
 
 REPEAT = "the same words"  # the merge reason of a repeat: it may add tags, never strength
@@ -163,7 +120,7 @@ class Writer:
                 self._finish_supersede(found)
                 return self._merge(found, draft, REPEAT)
             known = self.seen.known.get(found.path)
-            if known is not None and not _has_tags(found.tags, draft):
+            if known is not None and not has_tags(found.tags, draft):
                 return self._merge(known, draft, REPEAT)
             return self._unchanged(found, draft)
         # an explicit correction replaces its note, even in nearly the same words (a reworded
@@ -251,7 +208,7 @@ class Writer:
             return known, REPEAT
         newest_first = self._value_rows(ns, kind, value)[::-1]
         said = words_said(draft.plain)
-        row = next((r for r in newest_first if _says(r["body"], said) and self._states(r)), None)
+        row = next((r for r in newest_first if says(r["body"], said) and self._states(r)), None)
         if row is not None:
             return self._remember_row(row), REPEAT
         known = self.seen.by_value.get((ns, kind, value))
@@ -403,7 +360,7 @@ class Writer:
         held_meta, held_body = self.flight.notes.peek(target.path)
         if held_meta.get("merge") is False:
             return None  # a note of its own: nothing is folded into it
-        if _holds(held_meta, held_body, draft):
+        if holds(held_meta, held_body, draft):
             draft.decided(f"{target.path} already holds this statement and these tags")
             return self._result("unchanged", target, draft, note_score(held_meta.get("score")))
         old_plain = text.plain_text(held_body)
@@ -413,7 +370,7 @@ class Writer:
         if appends and len(old_plain) + len(draft.plain) > int(self.settings.merge_cap):
             return None
         strengthens = appends or (reason != REPEAT and not self._recent(held_meta, draft))
-        if not strengthens and _has_tags(held_meta.get("tags"), draft):
+        if not strengthens and has_tags(held_meta.get("tags"), draft):
             draft.decided(f"{target.path} was told this within {self.settings.reinforce_hours} h: "
                           "a restatement strengthens a memory once in that time")
             return self._result("unchanged", target, draft, note_score(held_meta.get("score")))
@@ -424,7 +381,7 @@ class Writer:
             if strengthens:
                 changes["score"] = round(min(10.0, max(note_score(meta.get("score")), draft.meta["score"]) +
                                              float(self.settings.merge_bonus)), 2)
-                when = _note_time(meta)
+                when = note_time(meta)
                 if when is None or when < draft.meta["timestamp"]:
                     changes["timestamp"] = draft.meta["timestamp"]
             return changes, draft.body if appends else None
@@ -441,7 +398,7 @@ class Writer:
 
     def _recent(self, meta: dict[str, Any], draft: Draft) -> bool:
         """Whether the note was last strengthened less than `reinforce_hours` before this draft."""
-        when = _note_time(meta)
+        when = note_time(meta)
         return when is not None and \
             draft.meta["timestamp"] - when < dt.timedelta(hours=float(self.settings.reinforce_hours))
 
@@ -485,8 +442,8 @@ class Writer:
         if links and "entity" not in given and self.settings.link_entities:
             from ..notes.note import extract_links
 
-            held = [*_property_links(old_meta.get("entities")), *extract_links(old_body)]
-            about = self.drafter().unlinked([*_property_links(meta.get("entities")), *held], draft.body)
+            held = [*property_links(old_meta.get("entities")), *extract_links(old_body)]
+            about = self.drafter().unlinked([*property_links(meta.get("entities")), *held], draft.body)
             meta["entities"] = entity_links(about)
             draft.entities = list(dict.fromkeys([*draft.entities, *map(text.normalize, about)]))
         if meta != draft.meta:
