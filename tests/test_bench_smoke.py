@@ -248,8 +248,15 @@ def test_the_bench_readme_line_counts_are_those_of_the_commits_it_names(tmp_path
 
 
 def test_http_benchmark_smoke_checks_every_write(tmp_path):
-    figures = smoke("http.py", tmp_path / "http.json")
+    figures = smoke("serve.py", tmp_path / "serve.json")
     for key in ("requests_per_s", "recall_per_s", "recall_p50_ms", "capacity_recall_per_s", "start_to_first_answer_s"):
         assert isinstance(figures[key], (int, float)) and figures[key] > 0, key
     assert figures["acknowledged_writes"] > 0
     assert (figures["lost"], figures["duplicates"], figures["server_errors"]) == (0, 0, 0)
+
+
+def test_no_bench_script_shadows_a_module_of_the_standard_library():
+    """A script in bench/ runs with bench/ first on sys.path: bench/http.py once made `import http.client` (which
+    langchain_core needs) find the bench script instead, and langgraph_store.py failed."""
+    names = {p.stem for p in (Path(__file__).parent.parent / "bench").glob("*.py")}
+    assert not names & set(sys.stdlib_module_names)

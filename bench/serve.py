@@ -1,8 +1,8 @@
 """HTTP benchmark: `vaultmem serve` over a synthetic vault, 8 clients at once for 10 s of mixed recall
 and remember, then every acknowledged write looked for on disk and by recall.
 
-    python bench/http.py --notes 10000 --json bench/out/http-10k.json
-    python bench/http.py --smoke                     # 300 notes, 2 s: seconds, for CI
+    python bench/serve.py --notes 10000 --json bench/out/http-10k.json
+    python bench/serve.py --smoke                     # 300 notes, 2 s: seconds, for CI
 
 The vault (bench/_synth.py, as bench/recall.py builds it) is indexed cold; each client gets a
 read-write token of its own (namespace `bench`) and http.rate_per_minute is set to 0, so the rate
