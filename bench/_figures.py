@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["finish", "run_options", "smoke_cache", "write_figures"]
+__all__ = ["drop_workdir", "finish", "phase_or_run", "run_options", "smoke_cache", "write_figures"]
 
 
 def write_figures(path: str | Path | None, figures: dict[str, Any]) -> None:
@@ -42,3 +42,22 @@ def run_options(parser: Any, cache_name: str, smoke_help: str) -> None:
     parser.add_argument("--cache", help=f"where the vault is built and kept (default /tmp/vaultmem-bench/{cache_name}-N-sSEED)")
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument("--smoke", action="store_true", help=smoke_help)
+
+
+def drop_workdir(args: Any, workdir: Path) -> None:
+    """Remove a run's temporary folder, unless --keep or --workdir asked to keep it (then say where it is)."""
+    import shutil
+
+    if args.keep or args.workdir:
+        print(f"vault kept in {workdir}")
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def phase_or_run(args: Any, phases: dict[str, Any], run: Any) -> Any:
+    """A benchmark's entry: the measured phase it was started as (--_phase, internal: its figures printed as
+    JSON for the parent), else the whole run; returns what run returns."""
+    if args._phase:
+        print(json.dumps(phases[args._phase](args)))
+        return None
+    return run(args)

@@ -29,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from recall import _environment, _machine, _percentile, write_figures  # noqa: E402
+from _figures import drop_workdir, phase_or_run  # noqa: E402
 
 KEYS = ("remember_p50_ms", "remember_p99_ms", "prefetch_p50_ms", "prefetch_p99_ms", "last_over_first",
         "nowrite_prefetch_p50_ms")
@@ -193,10 +194,7 @@ def run_benchmark(args: argparse.Namespace) -> dict:
         result = _report(args, info, index_s, measured, machine, time.perf_counter() - started)
         print_table(result)
     finally:
-        if args.keep or args.workdir:
-            print(f"vault kept in {workdir}")
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
+        drop_workdir(args, workdir)
     if args.json:
         write_figures(args.json, result)
     return result
@@ -226,10 +224,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: the measured phase (internal) or the whole benchmark."""
     args = parse_args(argv)
-    if args._phase:
-        print(json.dumps(PHASES[args._phase](args)))
-        return
-    run_benchmark(args)
+    phase_or_run(args, PHASES, run_benchmark)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _figures import write_figures  # noqa: E402
+from _figures import phase_or_run, write_figures  # noqa: E402
 from recall import _cli_command, _environment, _machine, _percentile, run_json_process  # noqa: E402
 
 DUMP = "memories/Deploy log dump.md"
@@ -233,12 +233,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    if args._phase:
-        print(json.dumps(PHASES[args._phase](args)))
-        return
-    result = run_benchmark(args)
-    print_table(result)
-    write_figures(args.json, result)
+    result = phase_or_run(args, PHASES, run_benchmark)
+    if result is not None:
+        print_table(result)
+        write_figures(args.json, result)
 
 
 if __name__ == "__main__":

@@ -502,11 +502,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: a measured phase (internal) or the whole benchmark."""
-    args = parse_args(argv)
-    if args._phase:
-        print(json.dumps(PHASES[args._phase](args)))
-        return
-    run_benchmark(args)
+    from _figures import phase_or_run  # bench/ is first on sys.path when this runs as a script
+
+    phase_or_run(parse_args(argv), PHASES, run_benchmark)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ _BENCH = str(Path(__file__).resolve().parent)
 sys.path.insert(0, _BENCH)
 from _synth import make_queries, make_vault  # noqa: E402
 from recall import _environment, _machine, _percentile, write_figures  # noqa: E402
+from _figures import drop_workdir  # noqa: E402
 
 # this file's name is the standard library's `http` package's: with its folder on the path, httpx's
 # `import http.client` would find it. The bench modules are imported; the folder goes.
@@ -299,10 +300,7 @@ def run_benchmark(args: argparse.Namespace) -> dict:
         result = _report(args, info, phases, first, first_recall, checked, machine)
         print_table(result)
     finally:
-        if args.keep or args.workdir:
-            print(f"vault kept in {workdir}")
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
+        drop_workdir(args, workdir)
     if args.json:
         write_figures(args.json, result)
     return result
