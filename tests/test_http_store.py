@@ -4,6 +4,7 @@ token (x-api-key, as the SDK sends it), and the note a person reads on disk."""
 
 from __future__ import annotations
 
+import ast
 import datetime as dt
 from contextlib import contextmanager
 
@@ -15,6 +16,7 @@ from vaultmem import Vault
 from vaultmem.surfaces.http.app import build_app
 from vaultmem.surfaces.http.run import in_thread
 
+from .conftest import REPO
 from .test_http import _child
 
 FOOD = ["alice", "food"]  # the vault namespace alice.food
@@ -157,3 +159,18 @@ def test_without_the_langgraph_extra_the_store_routes_say_what_to_install(vault,
     assert done.stdout.splitlines() == ["200", "501 {'code': 'missing_extra', 'message': \"the LangGraph store (/store/… "
                                                "routes) needs the 'langgraph' extra: pip install "
                                                "'vaultmem-md[langgraph]'\"}"]
+
+
+
+def test_the_readmes_store_client_block_runs_and_answers_what_it_says(vault, alice):
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme[readme.index("**A LangGraph deployment's store.**"):].split("```python\n", 1)[1].split("```", 1)[0]
+    scope: dict = {}
+    with in_thread(build_app(vault)) as url:
+        for line in block.replace("http://127.0.0.1:8765", url).replace('"vm_…"', repr(alice)).splitlines():
+            statement, _, said = line.partition("#")
+            if said.strip().startswith(("{", "[")):  # the answer the README shows
+                assert eval(statement, scope) == ast.literal_eval(said.strip()), line
+            elif statement.strip():
+                exec(statement, scope)
+    assert vault.recall("spicy ramen", namespace="alice.food", include=["archived"])[0].status == "archived"
