@@ -77,7 +77,7 @@ def _store(view: Any, source: str) -> Any:
     try:
         from ...integrations.langgraph import VaultStore
     except MissingExtra:
-        raise MissingExtra("the LangGraph store routes (/store/…)", "langgraph") from None
+        raise MissingExtra("the LangGraph store (/store/… routes)", "langgraph") from None
     return VaultStore(view, source=source)
 
 
