@@ -1,13 +1,12 @@
 """The HTTP API's routes: each reads its request, makes one Vault call on the request's view (guard.py)
 and answers that result's to_dict(); FastAPI checks requests and writes /openapi.json from models.py.
 
-Endpoints are plain functions run on the thread pool (`_pooled`: a Vault is shared between threads;
+Endpoints are plain functions run on the thread pool (pool.py: a Vault is shared between threads;
 every view shares one index), their answers checked on the event loop. The token check is async: it
 runs on the event loop, costs a hash and a stat of the token logs, and saves the pool a hop.
 """
 
 
-import functools
 import json
 import logging
 import os
@@ -21,7 +20,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
-from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ... import Caller, VaultmemError, __version__
@@ -30,6 +28,8 @@ from .guard import BodyLimit, Gate, RateLimit, Refused, problem, problem_of, val
 from .models import (AskQuery, ChangesQuery, ChangesShape, ContextQuery, ForgetWhere, Health, Problem, Reason,
                      RecallQuery, Recalled, Remember, RememberedExplained, RememberedMany, RememberMany, Status,
                      Verdict)
+from .pool import pooled
+from .storeroutes import store_routes
 from ..shapes import Answered, FeedbackGiven, ForgetDone, Remembered, Shown, Woven
 
 __all__ = ["API", "DEFAULT_SOURCE", "RESCAN_S", "build_app", "from_environment"]
@@ -62,7 +62,7 @@ def build_app(vault: Any, *, loopback: bool = True, source: str = DEFAULT_SOURCE
     _errors(app)
     if settings.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins), allow_credentials=False,
-                           allow_methods=["GET", "POST", "DELETE"], allow_headers=["authorization", "x-api-key",
+                           allow_methods=["GET", "POST", "PUT", "DELETE"], allow_headers=["authorization", "x-api-key",
                                                                                    "content-type"])
 
     def caller(writes: bool):
@@ -92,26 +92,26 @@ def _routes(app: FastAPI, reader: Any, writer: Any, max_batch: int, source: str)
     Reader, Writer = Annotated[Any, reader], Annotated[Any, writer]
 
     @app.get(f"{API}/health", response_model=Health, tags=["server"])
-    @_pooled
+    @pooled
     def health() -> dict:
         """Whether the server answers (no token needed, nothing of the vault shown)."""
         return {"status": "ok", "version": __version__}
 
     @app.get(f"{API}/status", response_model=Status, tags=["server"])
-    @_pooled
+    @pooled
     def status(view: Reader, request: Request) -> dict:
         """Who the token is (name, scope, namespaces, trust) and the counts of what it may see."""
         return {"version": __version__, "caller": _caller(view, request.state.token), "stats": view.stats()}
 
     @app.post(f"{API}/memories", response_model=RememberedExplained, tags=["write"])
-    @_pooled
+    @pooled
     def remember(body: Remember, view: Writer) -> dict:
         """Store a memory through the write pipeline (secrets redacted, duplicates merged, trust capped by the token)."""
         fields = body.model_dump(exclude_none=True, exclude={"text", "explain"})
         return view.remember(body.text, explain=body.explain, **{"source": source, **fields}).to_dict()
 
     @app.post(f"{API}/memories/batch", response_model=RememberedMany, tags=["write"])
-    @_pooled
+    @pooled
     def remember_many(body: RememberMany, view: Writer) -> dict:
         """Store many memories at once, every item checked before the first is written; idempotent."""
         if len(body.items) > max_batch:
@@ -123,7 +123,7 @@ def _routes(app: FastAPI, reader: Any, writer: Any, max_batch: int, source: str)
         return {"total": len(results), **counts, "results": [r.to_dict() for r in results]}
 
     @app.get(f"{API}/recall", response_model=Recalled, tags=["read"])
-    @_pooled
+    @pooled
     def recall(q: Annotated[RecallQuery, Query()], view: Reader) -> dict:
         """The memories that best match a query and/or tags, best first, with every filter of `vaultmem recall`."""
         options = q.model_dump(exclude={"query", "tags", "include"}, exclude_none=True)
@@ -131,31 +131,32 @@ def _routes(app: FastAPI, reader: Any, writer: Any, max_batch: int, source: str)
         return {"query": q.query, "hits": [h.to_dict() for h in hits], "suppressed": hits.suppressed}
 
     @app.get(f"{API}/context", response_model=Woven, tags=["read"])
-    @_pooled
+    @pooled
     def context(q: Annotated[ContextQuery, Query()], view: Reader) -> dict:
         """The memories for a query as labelled lines within a token budget, for a prompt."""
         options = q.model_dump(exclude={"query", "budget_tokens", "tags"}, exclude_none=True)
         return view.context(q.query, q.budget_tokens, tags=q.tags or [], **options).to_dict()
 
     @app.get(f"{API}/ask", response_model=Answered, tags=["read"])
-    @_pooled
+    @pooled
     def ask(q: Annotated[AskQuery, Query()], view: Reader) -> dict:
         """A direct answer from the value a note holds, or a declined one with the best candidates."""
         return view.ask(q.question, **q.model_dump(exclude={"question"}, exclude_none=True)).to_dict()
 
     @app.get(f"{API}/changes", response_model=ChangesShape, tags=["read"])
-    @_pooled
+    @pooled
     def changes(q: Annotated[ChangesQuery, Query()], view: Reader) -> dict:
         """Notes created, changed, moved or removed since `since` (a person's edits too); pass `cursor` back."""
         return view.changes(q.since, q.limit).to_dict()
 
     @app.post(f"{API}/forget", response_model=ForgetDone, tags=["write"])
-    @_pooled
+    @pooled
     def forget_where(body: ForgetWhere, view: Writer) -> dict:
         """Archive every memory matching all the selectors given (restorable; nothing is deleted)."""
         return view.forget_where(**body.model_dump(), namespace=None).to_dict()
 
     _note_routes(app, Reader, Writer)
+    store_routes(app, Reader, Writer, source)
 
 
 def _note_routes(app: FastAPI, Reader: Any, Writer: Any) -> None:
@@ -163,50 +164,40 @@ def _note_routes(app: FastAPI, Reader: Any, Writer: Any) -> None:
     note = API + "/memories/{ref:path}"
 
     @app.post(note + "/feedback", response_model=FeedbackGiven, tags=["write"])
-    @_pooled
+    @pooled
     def feedback(ref: str, body: Verdict, view: Writer) -> dict:
         """Say whether a recalled memory helped (wrong/outdated also mark it needs-verification)."""
         return view.feedback(ref, body.verdict, body.note).to_dict()
 
     @app.post(note + "/pin", response_model=FeedbackGiven, tags=["write"])
-    @_pooled
+    @pooled
     def pin(ref: str, view: Writer) -> dict:
         """Keep a memory from decaying."""
         return view.pin(ref).to_dict()
 
     @app.delete(note + "/pin", response_model=FeedbackGiven, tags=["write"])
-    @_pooled
+    @pooled
     def unpin(ref: str, view: Writer) -> dict:
         """Let a pinned memory decay again."""
         return view.unpin(ref).to_dict()
 
     @app.post(note + "/forget", response_model=Remembered, tags=["write"])
-    @_pooled
+    @pooled
     def forget(ref: str, body: Reason, view: Writer) -> dict:
         """Archive one memory (moved to archive/, audited; restorable)."""
         return view.forget(ref, body.reason).to_dict()
 
     @app.post(note + "/restore", response_model=Remembered, tags=["write"])
-    @_pooled
+    @pooled
     def restore(ref: str, view: Writer) -> dict:
         """Bring an archived memory back with the status it had."""
         return view.restore(ref).to_dict()
 
     @app.get(note, response_model=Shown, tags=["read"])
-    @_pooled
+    @pooled
     def show(ref: str, view: Reader) -> dict:
         """One note: its text, every property, tags, links."""
         return view.get(ref).to_dict()
-
-
-def _pooled(endpoint: Any) -> Any:
-    """An endpoint run on the thread pool (a Vault call may wait on the disk or the write lock: the
-    event loop must not), its answer checked back on the event loop. FastAPI would run a plain
-    function there too, and then check its answer with a second hop to the pool."""
-    @functools.wraps(endpoint)
-    async def pooled(*args: Any, **kwargs: Any) -> Any:
-        return await run_in_threadpool(endpoint, *args, **kwargs)
-    return pooled
 
 
 def _caller(view: Any, token: Any) -> dict:

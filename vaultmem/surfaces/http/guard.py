@@ -22,8 +22,9 @@ import threading
 import time
 from typing import Any
 
-from ...errors import (AmbiguousNote, ConfigError, InvalidValue, MissingArgument, NamespaceDenied, NoteFormatError,
-                       NoteNotFound, OwnerOnly, PolicyViolation, UnsafePath, VaultmemError, VaultNotFound, WriteConflict)
+from ...errors import (AmbiguousNote, ConfigError, InvalidValue, MissingArgument, MissingExtra, NamespaceDenied,
+                       NoteFormatError, NoteNotFound, OwnerOnly, PolicyViolation, UnsafePath, VaultmemError, VaultNotFound,
+                       WriteConflict)
 from ..console import error_message
 
 __all__ = ["BodyLimit", "Gate", "Refused", "RateLimit", "problem", "problem_of", "validation_problem"]
@@ -32,7 +33,7 @@ __all__ = ["BodyLimit", "Gate", "Refused", "RateLimit", "problem", "problem_of",
 _STATUS: tuple[tuple[type[Exception], int], ...] = (
     (NoteNotFound, 404), (NamespaceDenied, 403), (OwnerOnly, 403), (AmbiguousNote, 409), (WriteConflict, 409),
     (NoteFormatError, 409), (MissingArgument, 422), (InvalidValue, 422), (PolicyViolation, 422), (UnsafePath, 400),
-    (VaultNotFound, 503), (ConfigError, 500))
+    (VaultNotFound, 503), (ConfigError, 500), (MissingExtra, 501))
 # errors of the layers below, which a surface does not import: by class name
 _STATUS_BY_NAME = {"LockTimeout": 503, "IndexDamaged": 503}
 

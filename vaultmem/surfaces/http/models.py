@@ -108,6 +108,47 @@ class ForgetWhere(_Strict):
     dry_run: bool = Field(False, description="List what would be archived; change nothing.")
 
 
+# -- the LangGraph server's store routes (storeroutes.py): the bodies langgraph-sdk's client.store sends --
+Labels = Annotated[list[str], Field(description="A LangGraph namespace: ['alice', 'food'] is the vault namespace "
+                                                "alice.food (labels without '.').")]
+
+
+class StorePut(_Strict):
+    namespace: Labels
+    key: str
+    value: dict[str, Any] = Field(description="The item: a note of its own (its `text` the body, scalars frontmatter).")
+    index: list[str] | Literal[False] | None = Field(None, description="Ignored: recall indexes every word.")
+    ttl: float | None = Field(None, description="Ignored: a note does not expire.")
+
+
+class StoreGetQuery(_Strict):
+    namespace: str = Field(description="The namespace's labels joined with '.' (alice.food).")
+    key: str
+    refresh_ttl: bool | None = Field(None, description="Ignored: a note does not expire.")
+
+
+class StoreDelete(_Strict):
+    namespace: Labels
+    key: str
+
+
+class StoreSearch(_Strict):
+    namespace_prefix: Labels = []
+    filter: dict[str, Any] | None = Field(None, description="Fields of the value, equal or $eq $ne $gt $gte $lt $lte.")
+    limit: int = Field(10, ge=1, le=1000)
+    offset: int = Field(0, ge=0)
+    query: str | None = Field(None, description="Free text: ranks the items by recall (their `score`).")
+    refresh_ttl: bool | None = Field(None, description="Ignored: a note does not expire.")
+
+
+class StoreListNamespaces(_Strict):
+    prefix: list[str] | None = Field(None, description="Only namespaces starting with these labels ('*': any one).")
+    suffix: list[str] | None = Field(None, description="Only namespaces ending with these labels ('*': any one).")
+    max_depth: int | None = Field(None, ge=1, description="Namespaces cut to this many labels.")
+    limit: int = Field(100, ge=1, le=1000)
+    offset: int = Field(0, ge=0)
+
+
 # -- answers: the results' to_dict() forms --------------------------------------------------------
 class RememberedExplained(Remembered, total=False):
     explain: dict[str, Any] | None
@@ -157,6 +198,28 @@ class Health(TypedDict):
     version: str
 
 
+class StoreItem(TypedDict):
+    """langgraph's Item.dict(): times in ISO 8601, as the LangGraph server sends them."""
+
+    namespace: list[str]
+    key: str
+    value: dict[str, Any]
+    created_at: str
+    updated_at: str
+
+
+class StoreSearchItem(StoreItem):
+    score: float | None
+
+
+class StoreItems(TypedDict):
+    items: list[StoreSearchItem]
+
+
+class StoreNamespaces(TypedDict):
+    namespaces: list[list[str]]
+
+
 class FieldError(TypedDict):
     field: str
     message: str
@@ -174,4 +237,5 @@ class Problem(TypedDict, total=False):
 
 __all__ = ["AskQuery", "CallerShape", "ChangeShape", "ChangesQuery", "ChangesShape", "ContextQuery", "FieldError",
            "ForgetWhere", "Health", "MemoryItem", "Problem", "Reason", "RecallQuery", "Recalled", "HitShape", "Remember",
-           "RememberMany", "RememberedExplained", "RememberedMany", "Status", "Verdict"]
+           "RememberMany", "RememberedExplained", "RememberedMany", "Status", "StoreDelete", "StoreGetQuery", "StoreItem",
+           "StoreItems", "StoreListNamespaces", "StoreNamespaces", "StorePut", "StoreSearch", "StoreSearchItem", "Verdict"]
