@@ -21,7 +21,7 @@ from .episodes import EpisodeLine
 from ..errors import NamespaceDenied, VaultmemError, WriteConflict
 from .entities import EntityNotes
 from .items import WriteResult, check_item, given_fields
-from .saying import has_tags, holds, listed, note_time, property_links, says
+from .saying import has_tags, holds, note_time, property_links, says
 from .seen import KNOWN_COLUMNS, Known, Seen, words_said
 from .batch.inflight import InFlight
 from .batch.pending import StaleNote

@@ -220,7 +220,6 @@ class Index(Freshness, EventFolding, ChangeFeed, Sidecar):
         with self._write_lock(), transaction(self._conn()):
             self._set_meta(self._conn(), **{key: value})
 
-
     def _build_first(self, conn: sqlite3.Connection, files: dict, stats: RefreshStats, started: int,
                      progress: Progress | None) -> None:
         """Index every note from scratch: parse in workers, in path order, while the rows are stored
