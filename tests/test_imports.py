@@ -18,7 +18,7 @@ from .conftest import write_note
 
 # what no command needs before it does the work that uses it
 HEAVY = ("numpy", "multiprocessing", "concurrent.futures", "yaml", "markdown_it", "rapidfuzz", "watchdog",
-         "typer", "click", "rich", "mcp", "anyio", "pydantic")
+         "typer", "click", "rich", "mcp", "anyio", "pydantic", "subprocess")  # subprocess: ~3 ms, for hooks and git only
 
 
 def _heavy_loaded(code: str) -> list[str]:

@@ -157,6 +157,7 @@ http:                     # `vaultmem serve` (README "Use it over HTTP"); where 
 """
 
 HOOK_ACTIONS = ("create", "merge", "supersede", "forget", "restore", "confirm")
+HOOK_ENV = "VAULTMEM_HOOK"  # set to the hook's name in its process: vaultmem run there fires no hooks (no loops)
 """What a hook is told about a note (its `actions` pick some)."""
 _HOOK_KEYS = {"name", "command", "entry_point", "actions"}  # not `on`: YAML 1.1 reads it as true
 
@@ -417,4 +418,4 @@ def _digest(key: list, config: dict[str, Any]) -> str:
 
 
 
-__all__ = ["CONFIG_TEMPLATE", "HOOK_ACTIONS", "MAX_CONFIG_BYTES", "defaults", "load_config", "merged_over"]
+__all__ = ["CONFIG_TEMPLATE", "HOOK_ACTIONS", "HOOK_ENV", "MAX_CONFIG_BYTES", "defaults", "load_config", "merged_over"]

@@ -20,7 +20,6 @@ from typing import Any
 
 from ..config import HOOK_ACTIONS
 from .events import append_events
-from .hooks import digest, enabled_digests, hook_events, run_hook
 from .writelock import notice
 
 __all__ = ["BATCH", "HookQueue", "finish_all"]
@@ -46,6 +45,8 @@ class HookQueue:
 
     def stage(self, audited: list[dict[str, Any]], held: bool) -> None:
         """Keep a write's hook events until the write lock is released (now, when it is not `held`)."""
+        from .hooks import hook_events  # here: its subprocess import (~4 ms) is for a vault that has hooks
+
         events = hook_events(audited, time.time())
         if events:
             with self._lock:
@@ -97,6 +98,8 @@ class HookQueue:
                 waiting.task_done()
 
     def _deliver(self, batch: list[dict[str, Any]]) -> None:
+        from .hooks import run_hook
+
         specs = self._runnable()
         if not specs:
             return
@@ -111,6 +114,8 @@ class HookQueue:
 
     def _runnable(self) -> list[Mapping[str, Any]]:
         """The configured hooks this device enabled as they are now (a changed one is off)."""
+        from .hooks import digest, enabled_digests
+
         enabled = enabled_digests(self.root)
         return [spec for spec in self._settings().run if spec["name"] in enabled
                 and enabled[spec["name"]].get("digest") == digest(spec, self.root)]

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..config import HOOK_ACTIONS
+from ..config import HOOK_ACTIONS, HOOK_ENV
 from ..errors import VaultmemError
 from .events import log_files, read_new_lines, state_dir
 from .files import atomic_write
@@ -32,7 +32,6 @@ from .files import atomic_write
 __all__ = ["HOOK_ENV", "Outcome", "digest", "disable", "enabled_digests", "enable", "failures",
            "hook_events", "named", "report", "run_hook", "sample_event"]
 
-HOOK_ENV = "VAULTMEM_HOOK"  # set to the hook's name in its process: vaultmem run there fires no hooks (no loops)
 _ENABLED_FILE = "hooks.json"
 _STDERR_KEPT = 400  # characters of a failed command's stderr kept in its failure record
 # an audit event's (event, action) -> the hook action; every other audit event (entity, edit, decay,

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..config import CONFIG_TEMPLATE
+from ..config import CONFIG_TEMPLATE, HOOK_ENV
 from ..settings import Settings, load_settings
 from ..errors import (AmbiguousNote, ConfigError, InvalidValue, NoteNotFound, UnsafePath, VaultmemError, VaultNotFound,
                       WriteConflict)
@@ -20,7 +20,6 @@ from ..notes.names import safe_filename
 from .caller import Caller
 from .events import append_accesses, append_events, device_id
 from .hookqueue import HookQueue
-from .hooks import HOOK_ENV
 from .files import atomic_write
 from .index.index import Index
 from .index.scan import RefreshStats, ScanRoot
