@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..errors import VaultmemError
 from ..recall.hindsight import ranking_config
 from ..recall.ranking import strength_prior
 from ..store.index.records import LINK_PREFIX, link_key
@@ -105,8 +106,6 @@ def gather(vault: Store, run_lint: Callable[[], Any], note: str | None = None, n
 
 
 def _note_row(vault: Store, ref: str) -> dict[str, Any]:
-    from ..errors import VaultmemError
-
     row = vault.resolve(ref)
     if row["kind"] != "memory":
         raise VaultmemError(f"{row['path']} is not a memory (it is a {row['kind']} note): name a memory with --note")

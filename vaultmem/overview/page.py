@@ -92,7 +92,7 @@ def _strength(curve: VaultCurve) -> str:
              f"what decay does in the next {FUTURE_DAYS} days if none of them is used again.</p>")
     if not curve.series:
         return _section("strength", "Strength over time", intro + "<p>No memory yet.</p>")
-    series = sorted(curve.series.items(), key=lambda kv: -float(kv[1][-1]) - float(kv[1].max()))
+    series = sorted(curve.series.items(), key=lambda kv: -float(kv[1].max()))  # the largest at the bottom
     chart = TimeChart(curve.times, curve.now, series, stacked=True, y_label="summed strength").svg()
     now_at = int(abs(curve.times - curve.now).argmin())
     total_now, total_end = sum(float(v[now_at]) for _, v in series), sum(float(v[-1]) for _, v in series)
