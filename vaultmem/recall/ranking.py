@@ -21,7 +21,7 @@ from ..text.scoring import top_k
 from ..text import terms as text
 from ..errors import VaultmemError
 from ..settings import FrozenMap
-from ..store.index.records import LINK_PREFIX, QUESTION_TERM, TAG_PREFIX
+from ..store.index.records import LINK_PREFIX, QUESTION_TERM, SEALED_TYPE, TAG_PREFIX
 from ..store.index.snapshot import Snapshot, named_entities
 
 if TYPE_CHECKING:
@@ -125,7 +125,8 @@ def recall(vault: Store, query: Query) -> Hits:
         rows = _row_reader(vault, snap)
         ranked = _rank(snap, query, config, now, rows, hot_docs)
         if ranked is None:
-            return Hits()
+            hits = Hits()
+            break
         hits = _hits(vault, snap, rows, query, *ranked, limit, cfg)
         if hits is None:
             continue
@@ -136,6 +137,10 @@ def recall(vault: Store, query: Query) -> Hits:
         break
     else:
         raise VaultmemError("the index kept changing during recall; try again")
+    if vault.keyring.passphrase() is not None:  # encrypted notes, opened in memory (recall/sealed.py)
+        from .sealed import with_sealed
+
+        hits = Hits(with_sealed(vault, query, hits, limit, now, config, snap), hits.suppressed, hits.rewritten)
     record = vault.settings.reinforcement.record_access if query.record_access is None else query.record_access
     if record and hits:
         vault.record_access([h.id for h in hits], now)
@@ -211,7 +216,7 @@ def _visible(snap: Snapshot, q: Query) -> np.ndarray:
     key = ("visible", tuple(q.kinds), tuple(q.status) if q.status is not None else None, tuple(sorted(q.include)))
     mask = snap.memo.get(key)
     if mask is None:
-        mask = snap.live & _having(snap, "kind", q.kinds)
+        mask = snap.live & _having(snap, "kind", q.kinds) & ~_having(snap, "type", (SEALED_TYPE,))  # recall/sealed.py
         if q.status is None:
             mask &= ~_having(snap, "status", [s for s in HIDDEN_STATUSES if s not in q.include])
         else:
