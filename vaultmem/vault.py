@@ -333,18 +333,19 @@ class Vault(Store):
         $VAULTMEM_PASSPHRASE. Nothing is checked until a note is opened or written with it."""
         self.keyring.unlock(passphrase)
 
-    def encrypt(self, ref: str):
-        """Seal one memory with the passphrase: its text and properties (but those lifecycle needs) become
-        ciphertext, its file `Encrypted <id>.md`. Returns a lifecycle.encrypt.Sealing."""
+    def encrypt(self, *refs: str):
+        """Seal memories (ids, paths or titles) with the passphrase: their text and properties (but those
+        lifecycle needs) become ciphertext, each file `Encrypted <id>.md`. Returns a lifecycle.encrypt.Sealing."""
         from .lifecycle.encrypt import encrypt
 
-        return encrypt(self, [ref])
+        return encrypt(self, list(refs))
 
-    def decrypt(self, ref: str):
-        """Make a sealed memory a plain note again (its name from its title). Returns a Sealing."""
+    def decrypt(self, *refs: str):
+        """Make sealed memories plain notes again (named from their titles); all are opened before the first
+        is written. Returns a Sealing."""
         from .lifecycle.encrypt import decrypt
 
-        return decrypt(self, [ref])
+        return decrypt(self, list(refs))
 
     def encrypt_namespace(self, namespace: str):
         """Seal every memory of a namespace and write its new ones sealed (`encryption.namespaces`)."""

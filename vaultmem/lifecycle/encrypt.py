@@ -76,6 +76,9 @@ def encrypt(vault: Store, refs: list[str], namespace: str | None = None) -> Seal
             vault.write_text(path, sealed, expected_sha=content_hash(note.text.encode("utf-8")))
             done.notes.append(_named(new_id, _renamed(vault, path, sealed_name(new_id))))
         vault.audit([{"event": "encrypt", "id": n["id"], "path": n["path"]} for n in done.notes])
+        if done.notes:  # their words were indexed while they were plain: the sidecar is made anew without them
+            vault.index.scrub()
+            vault.index.refresh(force=True)
         vault.index.wrote()
     return done
 
@@ -92,10 +95,10 @@ def decrypt(vault: Store, refs: list[str], namespace: str | None = None) -> Seal
     """Turn these sealed notes (or every one of `namespace`, which is then no longer encrypted) back into plain
     notes under names from their titles. Every one is opened before the first is written. Raises Locked,
     WrongPassphrase, SealBroken."""
-    passphrase = vault.keyring.passphrase(required=True, why="decrypting notes")
     with vault.index.writing():
         vault.index.catch_up()
         rows = _rows(vault, refs, namespace)
+        passphrase = vault.keyring.passphrase(required=True, why="decrypting notes")
         opened = []
         done = Sealing("decrypted", namespace=namespace)
         for row in rows:
@@ -110,7 +113,8 @@ def decrypt(vault: Store, refs: list[str], namespace: str | None = None) -> Seal
         for path, note, title, plain in opened:
             vault.write_text(path, plain, expected_sha=content_hash(note.text.encode("utf-8")))
             done.notes.append(_named(str(note.meta["id"]), _renamed(vault, path, safe_filename(title))))
-        vault.audit([{"event": "decrypt", "id": n["id"], "path": n["path"]} for n in done.notes])
+        # by id alone: the path is the title now, and the log outlives a later encrypt
+        vault.audit([{"event": "decrypt", "id": n["id"]} for n in done.notes])
         vault.index.wrote()
     return done
 

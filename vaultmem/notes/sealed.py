@@ -221,11 +221,22 @@ def reopened(sealed: Note, texts: list[str]) -> str:
         meta.update({key: value for key, value in changes.items() if value is not DELETE})
         text = render_new(meta, original.body, original.newline)
     nl = original.newline
+    extra = _outside_blocks(sealed)
+    if extra:  # text a person or a merge put beside the blocks, in clear: kept, never dropped
+        text = text.rstrip("\r\n") + nl + nl + extra + nl
     for other in texts[1:]:
         lines = parse_note(other, sealed.path).body.rstrip("\r\n").split("\n")
         quoted = [f"> > {line.rstrip(chr(13))}" if line.strip() else "> >" for line in lines]
         text = text.rstrip("\r\n") + nl + nl + nl.join([_BOTH, "> the other machine wrote:", *quoted]) + nl
     return text
+
+
+def _outside_blocks(sealed: Note) -> str:
+    """What a sealed note's body holds besides its header, its blocks and the note between them."""
+    rest = _BLOCK.sub("", sealed.body)
+    own = {line.format(id=sealed.meta.get("id", "")) for line in (*_HEADER, *_CONFLICT)}
+    kept = [line for line in rest.replace("\r\n", "\n").split("\n") if line not in own]
+    return "\n".join(kept).strip("\n")
 
 
 def _b64(data: bytes) -> str:
