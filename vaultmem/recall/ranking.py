@@ -138,15 +138,30 @@ def recall(vault: Store, query: Query) -> Hits:
     else:
         raise VaultmemError("the index kept changing during recall; try again")
     if vault.keyring.passphrase() is not None:  # encrypted notes, opened in memory (recall/sealed.py)
-        from .sealed import with_sealed
-
-        hits = Hits(with_sealed(vault, query, hits, limit, now, config, snap), hits.suppressed, hits.rewritten)
+        hits = _with_sealed(vault, query, hits, limit, now, config, snap)
     record = vault.settings.reinforcement.record_access if query.record_access is None else query.record_access
     if record and hits:
         vault.record_access([h.id for h in hits], now)
     if hot is not None and record:  # hits recorded as uses are used: the best one ends most recent
         hot.promote(Entry(h.id, h.path, h.title) for h in reversed(hits))
     return hits
+
+
+def _with_sealed(vault: Store, q: Query, hits: Hits, limit: int, now: float, config: Settings, snap: Snapshot) -> Hits:
+    """The hits with the encrypted notes the query finds (recall/sealed.py), merged by their fused score."""
+    from .sealed import found_sealed
+
+    def prior(docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        inside = docs < snap.size  # a note indexed after this snapshot: no uses or feedback known yet
+        found = strength_prior(snap, np.where(inside, docs, 0), config, now)
+        return np.where(inside, found.effective, 0.0), np.where(inside, found.decay, 1.0)
+
+    weights = _weights(config.ranking, q.text, snap)
+    extra = [Hit(**fields) for fields in found_sealed(vault, q, config.ranking, weights, prior, HIDDEN_STATUSES)]
+    if not extra:
+        return hits
+    merged = sorted([*hits, *extra], key=lambda h: (h.final, h.timestamp, h.path), reverse=True)
+    return Hits(merged[:limit], hits.suppressed, hits.rewritten)
 
 
 ROW_FIELDS = ("id", "path", "title", "body", "tags", "source", "lifecycle", "stamp", "ts", "score", "type", "value",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import Counter, OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,11 +26,9 @@ from ..text import terms as text
 from .hindsight import hit_policy
 
 if TYPE_CHECKING:
-    from ..settings import Settings
     from ..store.store import Store
-    from .ranking import Hit, Query
 
-__all__ = ["opened_memory", "opened_records", "with_sealed"]
+__all__ = ["found_sealed", "opened_memory", "opened_records"]
 
 _OPENED: OrderedDict[tuple[str, str, bytes], Record] = OrderedDict()  # (file, sha, passphrase digest) -> record
 _OPENED_MAX = 20_000
@@ -78,34 +77,30 @@ def _open(vault: Store, passphrase: str, row: dict[str, Any]) -> Record | None:
     return rec
 
 
-def with_sealed(vault: Store, query: Query, hits: list[Hit], limit: int, now: float, config: Settings,
-                snap: Any) -> list[Hit]:
-    """The hits with the encrypted notes the query finds among them, best first, at most `limit`; the
-    hits as they are without a passphrase or encrypted notes."""
+def found_sealed(vault: Store, query: Any, cfg: Any, weights: dict[str, float], prior: Callable, hidden: tuple
+                 ) -> list[dict[str, Any]]:
+    """The encrypted notes a ranking.Query finds, as the fields of a ranking.Hit each (ranking makes them; it
+    imports this module): opened with the keyring's passphrase, filtered, scored by `cfg`'s BM25, the tags
+    and `prior(docs)` (the main ranking's strength prior: effective score and decay), fused by `weights`.
+    `hidden`: the statuses a recall leaves out unless asked. [] without a passphrase."""
     passphrase = vault.keyring.passphrase()
     if passphrase is None or "memory" not in query.kinds:
-        return hits
+        return []
     rows = [r for r in vault.index.select_notes("type = ? AND +kind = 'memory'", (SEALED_TYPE,), columns=_COLUMNS)
-            if _passes(r, query)]
+            if _passes(r, query, hidden)]
     if not rows:
-        return hits
+        return []
     opened = [(row, rec) for row, rec in opened_records(vault, passphrase, rows) if _passes_opened(rec, query)]
-    found = _ranked(opened, query, config, now, snap)
-    if not found:
-        return hits
-    merged = sorted([*hits, *found], key=lambda h: (h.final, h.timestamp, h.path), reverse=True)
-    return merged[:limit]
+    return _ranked(opened, query, cfg, weights, prior)
 
 
-def _passes(row: dict[str, Any], q: Query) -> bool:
+def _passes(row: dict[str, Any], q: Any, hidden: tuple) -> bool:
     """The query's filters on what the index holds in clear."""
-    from .ranking import HIDDEN_STATUSES
-
     status = row["status"] or "active"
     if q.status is not None:
         if status not in q.status:
             return False
-    elif status in HIDDEN_STATUSES and status not in q.include:
+    elif status in hidden and status not in q.include:
         return False
     if q.namespace is not None and row["namespace"] not in (q.namespace if isinstance(q.namespace, list) else [q.namespace]):
         return False
@@ -114,7 +109,7 @@ def _passes(row: dict[str, Any], q: Query) -> bool:
     return (q.since is None or row["ts"] >= q.since) and (q.until is None or row["ts"] <= q.until)
 
 
-def _passes_opened(rec: Record, q: Query) -> bool:
+def _passes_opened(rec: Record, q: Any) -> bool:
     """The query's filters on what only the opened note says (type, source, every --tag)."""
     if q.type is not None and rec.type != q.type:
         return False
@@ -124,12 +119,10 @@ def _passes_opened(rec: Record, q: Query) -> bool:
     return all(text.normalize_tag(t) in held for t in q.tags)
 
 
-def _ranked(opened: list[tuple[dict, Record]], q: Query, config: Settings, now: float, snap: Any) -> list[Hit]:
-    """The opened notes the query's words or tags find (all of them for an empty query), as Hits scored by
-    the main ranking's channels and weights."""
-    from .ranking import _RECENT, strength_prior
-
-    cfg = config.ranking
+def _ranked(opened: list[tuple[dict, Record]], q: Any, cfg: Any, weights: dict[str, float], prior: Callable
+            ) -> list[dict[str, Any]]:
+    """The opened notes the query's words or tags find (all of them for an empty query), scored by the main
+    ranking's channels and weights."""
     terms = text.query_terms(q.text) if text.normalize(q.text).strip() else []
     wanted_tags = [TAG_PREFIX + t for t in (text.normalize_tag(t) for t in [*q.tags, *terms]) if t]
     counts = [rec.terms for _, rec in opened]
@@ -139,16 +132,9 @@ def _ranked(opened: list[tuple[dict, Record]], q: Query, config: Settings, now: 
     keep = np.flatnonzero((lexical > 0) | (tags > 0)) if (terms or q.tags) else np.arange(len(opened))
     if not len(keep):
         return []
-    docs = np.array([int(opened[i][0]["doc"]) for i in keep], dtype=np.int64)
-    inside = docs < snap.size
-    prior = strength_prior(snap, np.where(inside, docs, 0), config, now)
-    effective = np.where(inside, prior.effective, 0.0)
-    decay = np.where(inside, prior.decay, 1.0)
+    effective, decay = prior(np.array([int(opened[i][0]["doc"]) for i in keep], dtype=np.int64))
     channels = {"lexical": scoring.normalise(lexical[keep]), "tags": tags[keep],
                 "strength": np.clip(effective / scoring.MAX_SCORE, 0.0, 1.0).astype(np.float32)}
-    weights = dict(cfg.weights)
-    if _RECENT.search(text.normalize(q.text)):
-        weights["strength"] = cfg.recency_weight
     final = scoring.fuse_weighted(channels, weights)
     return [_hit(opened[i], float(final[j]), {k: float(v[j]) for k, v in channels.items()}, float(effective[j]),
                  float(decay[j])) for j, i in enumerate(keep)]
@@ -170,14 +156,13 @@ def _bm25(counts: list[Counter], terms: list[str], cfg: Any) -> np.ndarray:
     return scores
 
 
-def _hit(item: tuple[dict, Record], final: float, channels: dict[str, float], effective: float, decay: float) -> Hit:
+def _hit(item: tuple[dict, Record], final: float, channels: dict[str, float], effective: float, decay: float
+         ) -> dict[str, Any]:
     import datetime as dt
-
-    from .ranking import Hit
 
     row, rec = item
     stamp = rec.stamp or dt.datetime.fromtimestamp(rec.ts).astimezone().isoformat(timespec="seconds")
-    return Hit(id=rec.id, path=rec.path, title=rec.title, content=rec.body.strip(), tags=list(rec.tags),
+    return dict(id=rec.id, path=rec.path, title=rec.title, content=rec.body.strip(), tags=list(rec.tags),
                source=rec.source, lifecycle=rec.lifecycle, timestamp=str(stamp), score=float(rec.score),
                effective=round(effective, 6), final=round(final, 6), type=rec.type, value=rec.value,
                status=rec.status, namespace=rec.namespace, decay=round(decay, 6),

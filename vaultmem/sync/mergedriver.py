@@ -106,7 +106,7 @@ def merge_notes(base: bytes, ours: bytes, theirs: bytes, path: str) -> tuple[byt
     if is_sealed_text(ours) or is_sealed_text(theirs):  # an encrypted note: opened with the passphrase, or not
         from .sealedmerge import merge_sealed
 
-        return merge_sealed(base, ours, theirs, path)
+        return merge_sealed(base, ours, theirs, path, merge_notes)
     notes = _parse_sides(base, ours, theirs, path)
     if notes is not None and not base.strip():
         # add/add: two machines created the note (a day's episode note, most often) with no common

@@ -19,6 +19,7 @@ Without it (or with a passphrase that does not open them), nothing can be read, 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from ..errors import MissingExtra, NoteFormatError, SealBroken, WrongPassphrase
 from ..notes.note import Note, parse_note
@@ -29,10 +30,12 @@ from ..store.crypto import PASSPHRASE_ENV, key_for, open_note, seal_text
 __all__ = ["merge_sealed"]
 
 _FLAGGED = "needs-verification"
+Merge = Callable[[bytes, bytes, bytes, str], tuple[bytes, bool]]
 
 
-def merge_sealed(base: bytes, ours: bytes, theirs: bytes, path: str) -> tuple[bytes, bool]:
-    """Merge three versions of a note of which ours or theirs is sealed; (bytes, merged for git)."""
+def merge_sealed(base: bytes, ours: bytes, theirs: bytes, path: str, merge_notes: Merge) -> tuple[bytes, bool]:
+    """Merge three versions of a note of which ours or theirs is sealed; (bytes, merged for git). `merge_notes`
+    is the driver's merge of plain notes (mergedriver.merge_notes, which hands sealed notes here)."""
     try:
         notes = [parse_note(data, path) if data.strip() else None for data in (base, ours, theirs)]
     except NoteFormatError:
@@ -40,19 +43,17 @@ def merge_sealed(base: bytes, ours: bytes, theirs: bytes, path: str) -> tuple[by
     passphrase = os.environ.get(PASSPHRASE_ENV)
     if passphrase:
         try:
-            return _opened_merge(passphrase, notes, path), True
+            return _opened_merge(passphrase, notes, path, merge_notes), True
         except (WrongPassphrase, SealBroken, NoteFormatError, MissingExtra):
             pass  # merged as far as it can be without reading them
     sealed = [n is not None and is_sealed(n.meta) for n in notes]
     if sealed[1] != sealed[2]:
         return _one_sealed(notes, path), True
-    return _sealed_merge(notes, path), True
+    return _sealed_merge(notes, path, merge_notes), True
 
 
-def _opened_merge(passphrase: str, notes: list[Note | None], path: str) -> bytes:
+def _opened_merge(passphrase: str, notes: list[Note | None], path: str, merge_notes: Merge) -> bytes:
     """Open every sealed side, merge the plain notes, seal the result under the key of ours (else theirs)."""
-    from .mergedriver import merge_notes
-
     plain, titles = [], []
     for note in notes:
         if note is not None and is_sealed(note.meta):
@@ -72,10 +73,8 @@ def _opened_merge(passphrase: str, notes: list[Note | None], path: str) -> bytes
     return sealed_note(clear_meta(result.meta), [seal], result.newline).encode("utf-8")
 
 
-def _sealed_merge(notes: list[Note | None], path: str) -> bytes:
+def _sealed_merge(notes: list[Note | None], path: str, merge_notes: Merge) -> bytes:
     """Both sides sealed, unread: clear properties by the driver's rules; the changed ciphertext, or both."""
-    from .mergedriver import merge_notes
-
     frames = [b"" if n is None else render_new(n.meta, "").encode("utf-8") for n in notes]
     meta = dict(parse_note(merge_notes(*frames, path)[0], path).meta)
     seals = [read_seals(n) if n is not None and is_sealed(n.meta) else None for n in notes]

@@ -22,7 +22,6 @@ from .seen import Known
 if TYPE_CHECKING:
     from ..store.store import Store
     from .drafts import Draft
-    from .pipeline import Writer
 
 __all__ = ["known_keys", "seal_draft", "writing_key"]
 
@@ -50,8 +49,9 @@ def writing_key(vault: Store, why: str) -> tuple[KeySpec, bytes]:
     return vault.keyring.writing_key(passphrase, lambda: known_keys(vault))  # type: ignore[arg-type]
 
 
-def seal_draft(writer: Writer, draft: Draft, supersedes: Any) -> WriteResult:
-    """Write a drafted memory sealed, as a new note (retiring the note `supersedes` names, if any)."""
+def seal_draft(writer: Any, draft: Draft, supersedes: Any) -> WriteResult:
+    """Write a drafted memory sealed, as a new note (retiring the note `supersedes` names, if any); `writer`
+    is the pipeline.Writer deciding it (not imported: the pipeline imports this module)."""
     vault = writer.vault
     meta = draft.meta
     spec, key = writing_key(vault, f"a memory in the encrypted namespace {meta['namespace']}")
