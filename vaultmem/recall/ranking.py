@@ -149,7 +149,7 @@ def recall(vault: Store, query: Query) -> Hits:
 
 def _with_sealed(vault: Store, q: Query, hits: Hits, limit: int, now: float, config: Settings, snap: Snapshot) -> Hits:
     """The hits with the encrypted notes the query finds (recall/sealed.py), merged by their fused score."""
-    from .sealed import found_sealed
+    from .sealed import found_sealed, one_scale
 
     def prior(docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         inside = docs < snap.size  # a note indexed after this snapshot: no uses or feedback known yet
@@ -157,9 +157,13 @@ def _with_sealed(vault: Store, q: Query, hits: Hits, limit: int, now: float, con
         return np.where(inside, found.effective, 0.0), np.where(inside, found.decay, 1.0)
 
     weights = _weights(config.ranking, q.text, snap)
-    extra = [Hit(**fields) for fields in found_sealed(vault, q, config.ranking, weights, prior, HIDDEN_STATUSES)]
-    if not extra:
+    found = found_sealed(vault, q, config.ranking, weights, prior, HIDDEN_STATUSES, limit)
+    if not found:
         return hits
+    extra = [Hit(**fields) for fields, _ in found]
+    stats = (lambda term: len(snap.postings(term)[0]), snap.n_live, snap.avg_len)
+    one_scale([*hits, *extra], q.text, {h.id: terms for h, (_, terms) in zip(extra, found)}, stats, config.ranking,
+              weights.get("lexical", 0.0))
     merged = sorted([*hits, *extra], key=lambda h: (h.final, h.timestamp, h.path), reverse=True)
     return Hits(merged[:limit], hits.suppressed, hits.rewritten)
 

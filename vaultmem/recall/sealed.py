@@ -28,7 +28,7 @@ from .hindsight import hit_policy
 if TYPE_CHECKING:
     from ..store.store import Store
 
-__all__ = ["found_sealed", "opened_memory", "opened_records"]
+__all__ = ["found_sealed", "one_scale", "opened_memory", "opened_records"]
 
 _OPENED: OrderedDict[tuple[str, str, bytes], Record] = OrderedDict()  # (file, sha, passphrase digest) -> record
 _OPENED_MAX = 20_000
@@ -40,9 +40,10 @@ def opened_records(vault: Store, passphrase: str, rows: list[dict[str, Any]]) ->
     """(row, the record of its opened note) for each sealed note's index row that opens with this passphrase;
     one that is not under it, or fails authentication, is passed over (doctor names those)."""
     digest = hashlib.sha256(passphrase.encode("utf-8")).digest()
+    root = f"{vault.root}/"
     out = []
     for row in rows:
-        cache = (str(vault.root / row["path"]), row["sha"], digest)
+        cache = (root + row["path"], row["sha"], digest)
         with _LOCK:
             rec = _OPENED.get(cache)
         if rec is None:
@@ -77,11 +78,12 @@ def _open(vault: Store, passphrase: str, row: dict[str, Any]) -> Record | None:
     return rec
 
 
-def found_sealed(vault: Store, query: Any, cfg: Any, weights: dict[str, float], prior: Callable, hidden: tuple
-                 ) -> list[dict[str, Any]]:
-    """The encrypted notes a ranking.Query finds, as the fields of a ranking.Hit each (ranking makes them; it
-    imports this module): opened with the keyring's passphrase, filtered, scored by `cfg`'s BM25, the tags
-    and `prior(docs)` (the main ranking's strength prior: effective score and decay), fused by `weights`.
+def found_sealed(vault: Store, query: Any, cfg: Any, weights: dict[str, float], prior: Callable, hidden: tuple,
+                 limit: int) -> list[tuple[dict[str, Any], Counter]]:
+    """The `limit` best encrypted notes a ranking.Query finds, as the fields of a ranking.Hit each with the
+    note's terms (ranking makes the Hits; it imports this module): opened with the keyring's passphrase,
+    filtered, scored by `cfg`'s BM25, the tags and `prior(docs)` (the main ranking's strength prior: effective
+    score and decay), fused by `weights`.
     `hidden`: the statuses a recall leaves out unless asked. [] without a passphrase."""
     passphrase = vault.keyring.passphrase()
     if passphrase is None or "memory" not in query.kinds:
@@ -91,7 +93,35 @@ def found_sealed(vault: Store, query: Any, cfg: Any, weights: dict[str, float], 
     if not rows:
         return []
     opened = [(row, rec) for row, rec in opened_records(vault, passphrase, rows) if _passes_opened(rec, query)]
-    return _ranked(opened, query, cfg, weights, prior)
+    return _ranked(opened, query, cfg, weights, prior, limit)
+
+
+def one_scale(hits: list[Any], query_text: str, sealed: dict[str, Counter], stats: tuple[Callable, int, float],
+              cfg: Any, weight: float) -> None:
+    """Put the lexical channel of the main ranking's hits and of the encrypted ones on one scale, in place:
+    each set's BM25 was normalised by its own best, so one word matched in a clear note weighed as much as
+    the whole query matched in an encrypted one. BM25 of every hit again, with the index's document
+    frequencies, note count and mean length plus the encrypted notes' own (`stats`: df_of(term), notes,
+    mean length; `sealed`: an encrypted hit's terms by id), normalised by the best of all; `final` moves by
+    the channel's weight times the change."""
+    terms = list(dict.fromkeys(text.query_terms(query_text))) if text.normalize(query_text).strip() else []
+    if not terms or not hits:
+        return
+    df_of, n_index, avg_len = stats
+    counts = [sealed.get(h.id) or Counter(text.terms("\n".join([h.title, h.content, " ".join(h.tags)]))) for h in hits]
+    lengths = np.array([sum(c.values()) for c in counts], dtype=np.float32)
+    b = 0.75 if cfg.bm25_b == "auto" else float(cfg.bm25_b)
+    raw = np.zeros(len(hits), dtype=np.float32)
+    for term in terms:
+        tf = np.array([c.get(term, 0) for c in counts], dtype=np.float32)
+        df = df_of(term) + sum(1 for c in sealed.values() if c.get(term))
+        if df:
+            idf = scoring.idf(df, n_index + len(sealed))
+            raw += np.where(tf > 0, scoring.bm25(tf, lengths, avg_len or float(lengths.mean()), idf, cfg.bm25_k1, b), 0)
+    lexical = scoring.normalise(raw)
+    for hit, value in zip(hits, lexical.tolist()):
+        hit.final = round(hit.final + weight * (value - hit.channels.get("lexical", 0.0)), 6)
+        hit.channels["lexical"] = round(value, 6)
 
 
 def _passes(row: dict[str, Any], q: Any, hidden: tuple) -> bool:
@@ -119,8 +149,8 @@ def _passes_opened(rec: Record, q: Any) -> bool:
     return all(text.normalize_tag(t) in held for t in q.tags)
 
 
-def _ranked(opened: list[tuple[dict, Record]], q: Any, cfg: Any, weights: dict[str, float], prior: Callable
-            ) -> list[dict[str, Any]]:
+def _ranked(opened: list[tuple[dict, Record]], q: Any, cfg: Any, weights: dict[str, float], prior: Callable,
+            limit: int) -> list[tuple[dict[str, Any], Counter]]:
     """The opened notes the query's words or tags find (all of them for an empty query), scored by the main
     ranking's channels and weights."""
     terms = text.query_terms(q.text) if text.normalize(q.text).strip() else []
@@ -136,8 +166,11 @@ def _ranked(opened: list[tuple[dict, Record]], q: Any, cfg: Any, weights: dict[s
     channels = {"lexical": scoring.normalise(lexical[keep]), "tags": tags[keep],
                 "strength": np.clip(effective / scoring.MAX_SCORE, 0.0, 1.0).astype(np.float32)}
     final = scoring.fuse_weighted(channels, weights)
-    return [_hit(opened[i], float(final[j]), {k: float(v[j]) for k, v in channels.items()}, float(effective[j]),
-                 float(decay[j])) for j, i in enumerate(keep)]
+    best = scoring.top_k(final, limit)  # only the best become hits (a query's words may be in every note)
+    keep, final, channels = keep[best], final[best], {k: v[best] for k, v in channels.items()}
+    effective, decay = effective[best], decay[best]
+    return [(_hit(opened[i], float(final[j]), {k: float(v[j]) for k, v in channels.items()}, float(effective[j]),
+                  float(decay[j])), opened[i][1].terms) for j, i in enumerate(keep)]
 
 
 def _bm25(counts: list[Counter], terms: list[str], cfg: Any) -> np.ndarray:
