@@ -298,3 +298,13 @@ def test_the_planted_phrase_is_nowhere_but_in_ciphertext(machines):
         assert b"safe combination" not in objects and planted not in objects
         feed = Vault(root).changes(Vault(root).changes().cursor.rpartition(".")[0] + ".0", limit=1000)
         assert planted not in json.dumps([c.to_dict() for c in feed.changes], ensure_ascii=False).encode()
+
+
+def test_an_index_whose_last_notes_are_encrypted_compacts_and_recalls(private):
+    private.remember("The deploy window is Tuesday")
+    sealed = [private.remember(f"Secret {i} {PHRASE}", namespace="private") for i in range(2)]
+    private.index.compact()  # a generation whose last documents have no term at all
+    private.remember("The staging host is st-04")
+    private.index.compact()  # carried over: they must keep their place
+    assert [h.content for h in private.recall("staging host")] == ["The staging host is st-04"]
+    assert {h.id for h in private.recall(PHRASE, namespace="*")} == {n.id for n in sealed}
