@@ -19,7 +19,7 @@ def isolated_machine(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("VAULTMEM_HOME", str(home))
     monkeypatch.setenv("VAULTMEM_DEVICE_ID", "testbox-0001")
-    for name in ("VAULTMEM_VAULT", "OBSIDIAN_VAULT_PATH"):
+    for name in ("VAULTMEM_VAULT", "OBSIDIAN_VAULT_PATH", "VAULTMEM_PASSPHRASE", "VAULTMEM_NEW_PASSPHRASE"):
         monkeypatch.delenv(name, raising=False)
     return home
 

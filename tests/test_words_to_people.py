@@ -75,6 +75,10 @@ WALKED: dict[str, list[tuple[list[str], int]]] = {
     "hermes uninstall": [(["hermes", "uninstall", "--hermes-home", "{t}/hermes"], 0)],
     "device show": [(["device", "show"], 0)],
     "device reset": [(["device", "reset"], 0)],
+    "encrypt": [(["encrypt", "Uses vim as main editor", "--passphrase-file", str(REPO / "examples" / "passphrase.txt")], 0)],
+    "rekey": [(["rekey", "--passphrase-file", str(REPO / "examples" / "passphrase.txt"),
+                "--new-passphrase-file", str(REPO / "examples" / "passphrase.txt")], 0)],
+    "decrypt": [(["decrypt", "--namespace", "shared", "--passphrase-file", str(REPO / "examples" / "passphrase.txt")], 0)],
 }
 NOT_WALKED = {
     "mcp": "speaks MCP's JSON-RPC on stdio, nothing for a person to read (its tools: tests/test_mcp.py)",
@@ -88,7 +92,8 @@ _ID = "[0-9A-HJKMNP-TV-Z]{26}"
 IDS_SHOWN = {"remember": [rf"\({_ID}\)$"], "confirm": [rf"\({_ID}\)$"], "correct": [rf"\({_ID}\)"],
              "ask": [rf", {_ID}\)$"], "show": [rf"\bid[=:] ?{_ID}\b"], "stats": [rf"{_ID} \(gone\)"],
              "doctor": [rf"^duplicate id {_ID}:", rf"vaultmem forget {_ID} "],
-             "lint": [rf"^duplicate id {_ID}:", rf"vaultmem forget {_ID} "]}
+             "lint": [rf"^duplicate id {_ID}:", rf"vaultmem forget {_ID} "],
+             "encrypt": [rf"Encrypted {_ID}\.md$"], "rekey": [rf"Encrypted {_ID}\.md$"]}  # an encrypted note's name
 # Where a hash-like string is the point: the token is printed once for the person to keep.
 HASHES_SHOWN = {"token add"}
 
