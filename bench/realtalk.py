@@ -13,13 +13,16 @@ probing questions carry evidence message ids. Protocol as bench/locomo.py: one m
 stamped with the message's own time (UTC), one episode per session, one vault per chat. Every question with
 evidence is a query; gold = its evidence ids, repaired (joined "D5:12;D5:16", ranges "D12:3-D12:5", trailing
 dots, "D13:45:D20:19"), ids of messages that do not exist dropped. Types: 1 multi-hop, 2 temporal,
-3 commonsense (the REALTALK paper's categories).
+3 commonsense (the REALTALK paper's categories). The data is read from ../shared/data/realtalk beside the
+checkout unless a folder is given; a SHA256SUMS file in the folder is checked first, so a changed or truncated
+chat stops the run instead of moving the figures.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import json
 import re
 import sys
@@ -81,6 +84,22 @@ def load(folder: Path, chats: int | None = None, questions: int | None = None) -
     return out
 
 
+def checksum_mismatches(folder: Path) -> list[str]:
+    """The files SHA256SUMS in `folder` lists whose sha256 differs or that are missing; [] without the file."""
+    sums = folder / "SHA256SUMS"
+    if not sums.is_file():
+        return []
+    bad = []
+    for line in sums.read_text(encoding="utf-8").splitlines():
+        expected, _, name = line.strip().partition("  ")
+        if not name:
+            continue
+        path = folder / name.lstrip("*")
+        if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != expected.lower():
+            bad.append(name)
+    return bad
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The command line."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -97,6 +116,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if not any(args.data.glob("Chat_*.json")):
         print(f"no REALTALK data (Chat_*.json) in {args.data}; get it from {SOURCE}", file=sys.stderr)
+        return 2
+    if bad := checksum_mismatches(args.data):
+        print(f"REALTALK files in {args.data} differ from its SHA256SUMS: {', '.join(bad)}; "
+              f"get them again from {SOURCE}", file=sys.stderr)
         return 2
     limit, per_chat = (1, SMOKE_QUESTIONS) if args.smoke else (args.chats, None)
     run_and_report(load(args.data, limit, per_chat), args, CATEGORIES)

@@ -19,7 +19,7 @@ def isolated_machine(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("VAULTMEM_HOME", str(home))
     monkeypatch.setenv("VAULTMEM_DEVICE_ID", "testbox-0001")
-    for name in ("VAULTMEM_VAULT", "OBSIDIAN_VAULT_PATH"):
+    for name in ("VAULTMEM_VAULT", "OBSIDIAN_VAULT_PATH", "VAULTMEM_PASSPHRASE", "VAULTMEM_NEW_PASSPHRASE"):
         monkeypatch.delenv(name, raising=False)
     return home
 
@@ -50,3 +50,17 @@ def snapshot_files(root: Path) -> dict[str, tuple[bytes, int]]:
     """Bytes and mtime of every note under root, outside .vaultmem/."""
     return {p.relative_to(root).as_posix(): (p.read_bytes(), p.stat().st_mtime_ns)
             for p in sorted(root.rglob("*.md")) if ".vaultmem" not in p.parts}
+
+
+def cli_commands(group=None, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """The words of every command of the `vaultmem` CLI, subcommands included (("entity", "add"), …)."""
+    if group is None:
+        import typer.main
+
+        from vaultmem.surfaces.cli import app
+
+        group = typer.main.get_command(app)
+    found: list[tuple[str, ...]] = []
+    for name, command in group.commands.items():
+        found += cli_commands(command, (*prefix, name)) if hasattr(command, "commands") else [(*prefix, name)]
+    return found

@@ -71,6 +71,17 @@ def test_realtalk_benchmark_without_data_says_where_to_get_it(tmp_path):
     assert done.returncode == 2 and "github.com/danny911kr/REALTALK" in done.stderr
 
 
+@pytest.mark.skipif(not (REALTALK / "SHA256SUMS").is_file(), reason="no REALTALK SHA256SUMS in ../shared/data/realtalk")
+def test_realtalk_benchmark_stops_on_a_chat_that_differs_from_sha256sums(tmp_path):
+    for path in REALTALK.iterdir():
+        (tmp_path / path.name).write_bytes(path.read_bytes())
+    changed = tmp_path / "Chat_2_Kevin_Elise.json"
+    changed.write_bytes(changed.read_bytes()[:-1])
+    done = subprocess.run([sys.executable, str(REPO / "bench" / "realtalk.py"), "--smoke", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "SHA256SUMS: Chat_2_Kevin_Elise.json;" in done.stderr
+
+
 def test_stress_benchmark_smoke_covers_every_kind_and_reports_the_largest_note(tmp_path):
     figures = smoke("stress.py", tmp_path / "stress.json")
     kinds = {"short-fact", "short-fact-zh", "merge-pile", "relative-date", "question-gold", "other-speaker",

@@ -105,6 +105,8 @@ REF_CALLS = {
     "forget": lambda a, ref: a.forget(ref, "gone"),
     "restore": lambda a, ref: a.restore(ref),
     "confirm": lambda a, ref: a.confirm(ref),
+    "encrypt": lambda a, ref: a.encrypt(ref),  # by ref: only a note the caller may change (namespace ones: OWNER_ONLY)
+    "decrypt": lambda a, ref: a.decrypt(ref),
 }
 DENIED = object()  # marks a call that must raise NamespaceDenied
 CALLS = {
@@ -143,6 +145,7 @@ CALLS = {
     "refresh": [lambda a, c: a.refresh().__dict__ if hasattr(a.refresh(), "__dict__") else None],
     "freshen": [lambda a, c: None if a.freshen() is None else "ran"],
     "trust_of": [lambda a, c: a.trust_of("user")],
+    "unlock": [lambda a, c: a.unlock(None)],  # this process's passphrase: it opens no note by itself
 }
 # Below the boundary: they take vault paths or ids a layer above has resolved for its caller, or say
 # who the caller is; no surface hands a client any of them (docs/architecture.md: boundaries).

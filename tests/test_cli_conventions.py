@@ -18,6 +18,8 @@ from vaultmem import Vault
 from vaultmem.surfaces import console
 from vaultmem.surfaces.cli import app
 
+from .conftest import cli_commands
+
 runner = CliRunner()
 
 
@@ -74,16 +76,7 @@ def test_shell_completion_is_offered():
     assert shown.returncode == 0 and "complete -o default -F _vaultmem_completion vaultmem" in shown.stdout
 
 
-def _all_commands(group=None, prefix=()):
-    group = group or typer.main.get_command(app)
-    for name, command in group.commands.items():
-        if hasattr(command, "commands"):
-            yield from _all_commands(command, (*prefix, name))
-        else:
-            yield (*prefix, name)
-
-
-@pytest.mark.parametrize("words", list(_all_commands()), ids=" ".join)
+@pytest.mark.parametrize("words", cli_commands(), ids=" ".join)
 def test_help_shows_readable_metavars_and_an_example(words):
     text = run(*words, "--help").output
     options = [line for line in text.splitlines() if line.lstrip().startswith("-")]

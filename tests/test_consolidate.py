@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from vaultmem import Vault
 from vaultmem.errors import ConfigError, VaultmemError
-from vaultmem.lifecycle.consolidate import confidence, gist, group_gists
+from vaultmem.lifecycle.consolidate import confidence, core_words, gist, group_gists
 from vaultmem.notes.note import parse_note
 from vaultmem.surfaces.cli import app
 from vaultmem.text.terms import plain_text
@@ -172,6 +172,26 @@ def test_cli_consolidate(vault):
     again = runner.invoke(app, ["consolidate", "--dry-run", "--vault", str(vault.root)])
     assert again.exit_code == 0 and "unchanged" in again.output
     assert runner.invoke(app, ["consolidate", "--min", "1", "--vault", str(vault.root)]).exit_code == 2
+
+
+def test_cli_consolidate_names_a_group_in_the_words_of_its_notes_not_its_stems(vault):
+    """Issue 30 item 6: it printed "sharing latt, milk, oat, order" and, of Chinese, the 2-grams
+    "了燕, 拿铁, 点了, 燕麦, 麦拿"; a person reads the notes' own words, in their order."""
+    _write(vault, ["Ordered an oat milk latte at Blue Bottle", "Ordered another oat milk latte before the standup",
+                   "Ordered an oat milk latte with pastries"])
+    _write(vault, ["早上点了燕麦拿铁", "下午又点了燕麦拿铁", "周五点了燕麦拿铁"], first_day=10)
+    dry = CliRunner().invoke(app, ["consolidate", "--dry-run", "--vault", str(vault.root)])
+    heads = [line for line in dry.output.splitlines() if line.startswith("would create")]
+    assert [head.split(" sharing ")[1].split(" (")[0] for head in heads] == ["Ordered, oat, milk, latte", "点了燕麦拿铁"]
+    groups = json.loads(CliRunner().invoke(app, ["consolidate", "--dry-run", "--json", "--vault", str(vault.root)]).output)
+    assert groups["groups"][0]["core"] == ["latt", "milk", "oat", "order"]  # --json keeps the terms for scripts
+    assert groups["groups"][0]["words"] == ["Ordered", "oat", "milk", "latte"]
+
+
+def test_a_core_word_is_the_form_its_notes_use_most():
+    bodies = ["ordered lattes today", "Ordered a latte", "ordered a latte again", "two lattes, ordered"]
+    assert core_words(bodies, {"order", "latt"}) == ["ordered", "lattes"]  # 3 ordered to 1, lattes 2 to latte 2: first
+    assert core_words(["拿铁和燕麦拿铁"], {"燕麦", "麦拿", "拿铁"}) == ["拿铁", "燕麦拿铁"]
 
 
 def test_the_same_choice_of_two_people_is_no_repetition(vault):

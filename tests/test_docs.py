@@ -13,12 +13,13 @@ import sys
 from pathlib import Path
 
 import pytest
-import typer.main
 from typer.testing import CliRunner
 
 from vaultmem import Vault
 from vaultmem.surfaces.cli import app
 from vaultmem.write.items import BATCH_FIELDS
+
+from .conftest import cli_commands
 
 REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -134,14 +135,6 @@ def test_the_welcome_notes_command_runs_on_the_sample_vault(tmp_path):
         assert "CT2024-0876" in step["out"] and "final=" in step["out"]
 
 
-def _commands(group=None, prefix=()):
-    """(words, click command) of every command, subcommands included."""
-    group = group or typer.main.get_command(app)
-    for name, command in group.commands.items():
-        if hasattr(command, "commands"):
-            yield from _commands(command, (*prefix, name))
-        else:
-            yield (*prefix, name), command
 
 
 def _example(words) -> tuple[list[str], list[str]]:
@@ -156,7 +149,7 @@ def _example(words) -> tuple[list[str], list[str]]:
     return commands, shown
 
 
-COMMANDS = [words for words, _ in _commands()]
+COMMANDS = cli_commands()
 
 
 def test_every_command_is_in_this_list():

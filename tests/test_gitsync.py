@@ -69,6 +69,58 @@ def test_two_clones_share_their_memories_through_a_bare_repository(tmp_path, ori
     assert git(laptop, "status", "--porcelain") == ""
 
 
+def test_sync_follows_an_upstream_named_unlike_the_local_branch_and_says_where_it_pushed(tmp_path, origin):
+    """Issue 30 item 7: a clone on `master` whose upstream is the remote's `main` pulls from and pushes to
+    main (git's own `push` refuses the mismatch), and says so; same names say the branch too."""
+    laptop = tmp_path / "laptop"
+    Vault.init(laptop)
+    git(laptop, "init", "-q", "-b", "main")
+    git(laptop, "remote", "add", "origin", str(origin))
+    vm("remember", "The staging database is db-stage-2", "--vault", str(laptop), device="laptop-1")
+    first = vm("sync", "--vault", str(laptop), device="laptop-1")
+    assert first.returncode == 0 and first.stdout.splitlines()[-1] == "pushed to origin/main", first.stdout
+    assert git(laptop, "rev-parse", "--abbrev-ref", "@{u}").strip() == "origin/main"  # the first push set it
+    desk = tmp_path / "desk"
+    subprocess.run(["git", "clone", "-q", str(origin), str(desk)], check=True)
+    git(desk, "branch", "-m", "main", "master")  # the upstream stays the remote's main
+    vm("remember", "Deploys go out on Tuesdays at 22:00", "--vault", str(desk), device="desk-1")
+    done = vm("sync", "--vault", str(desk), device="desk-1")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "pulled from and pushed to origin/main (this clone's branch master)"
+    assert git(origin, "for-each-ref", "--format=%(refname)") == "refs/heads/main\n"  # no second branch
+    assert git(origin, "rev-parse", "main") == git(desk, "rev-parse", "HEAD")
+    report = json.loads(vm("sync", "--vault", str(desk), "--json", device="desk-1").stdout)
+    assert (report["branch"], report["pushed_to"], report["remote_branch"]) == ("master", "origin/main", "main")
+    again = vm("sync", "--vault", str(laptop), device="laptop-1")
+    assert again.stdout.splitlines()[-1] == "pulled from and pushed to origin/main"
+    hits = json.loads(vm("recall", "deploys Tuesdays", "--vault", str(laptop), "--json", device="laptop-1").stdout)
+    assert hits and hits[0]["content"] == "Deploys go out on Tuesdays at 22:00"
+
+
+def test_sync_without_an_upstream_beside_a_remote_on_another_branch_stops_and_pushes_nothing(tmp_path, origin):
+    """The case that used to push a new `master` beside the vault's `main` and print "pushed": it names
+    both branches and the two ways out, and the remote keeps exactly the refs it had."""
+    laptop = tmp_path / "laptop"
+    Vault.init(laptop)
+    git(laptop, "init", "-q", "-b", "main")
+    git(laptop, "remote", "add", "origin", str(origin))
+    vm("sync", "--vault", str(laptop), device="laptop-1")
+    desk = tmp_path / "desk"
+    Vault.init(desk)
+    git(desk, "init", "-q", "-b", "master")
+    git(desk, "remote", "add", "origin", str(origin))
+    vm("remember", "The VPN gateway is vpn-eu-3", "--vault", str(desk), device="desk-1")
+    refs = git(origin, "for-each-ref", "--format=%(refname) %(objectname)")
+    stopped = vm("sync", "--vault", str(desk), device="desk-1")
+    assert stopped.returncode == 1 and "Traceback" not in stopped.stderr and len(stopped.stderr.splitlines()) == 1
+    said = stopped.stderr
+    assert "branch master has no upstream" in said and "its default branch is main" in said, said
+    assert "`git fetch origin && git branch -u origin/main`" in said and "`git push -u origin master`" in said
+    assert git(origin, "for-each-ref", "--format=%(refname) %(objectname)") == refs
+    as_json = vm("sync", "--vault", str(desk), "--json", device="desk-1")
+    assert as_json.returncode == 1 and "origin/main" in json.loads(as_json.stderr)["error"]
+
+
 def test_a_dry_run_changes_nothing_and_no_repository_is_one_sentence(tmp_path):
     vault = tmp_path / "v"
     Vault.init(vault)

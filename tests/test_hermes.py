@@ -380,7 +380,7 @@ def test_a_forget_without_a_selector_names_the_tools_parameters_not_cli_flags(ho
 def test_hermes_status_prints_no_empty_reason(home):
     runner = CliRunner()
     text = runner.invoke(app, ["hermes", "status", "--hermes-home", str(home)]).output
-    assert "  available: True" in text and "reason:" not in text
+    assert "  available: yes" in text and "reason:" not in text
     data = json.loads(runner.invoke(app, ["hermes", "status", "--hermes-home", str(home), "--json"]).output)
     assert data["available"] and data["reason"] == ""  # --json keeps every field
 

@@ -254,3 +254,19 @@ def test_a_log_read_at_once_still_skips_each_bad_line_and_never_joins_two(vault)
     assert [n for n, _ in bad_lines(log)] == [2, 3, 4]
     log.write_text("\n".join([*good, '{"event":"access","id":"c","ts":-5}', ""]), encoding="utf-8")
     assert [ev["ts"] for ev in read_new_lines(log, 0)[0]] == [1, 2]  # the one-pass path checks each event too
+
+
+def test_an_encrypted_memory_shows_in_the_report_by_its_file_name_only(vault, tmp_path):
+    """The report reads the index's clear properties and link terms, never a note's text (issue 30 item 5)."""
+    pytest.importorskip("cryptography")
+    phrase = "zebra-mango-4471"
+    vault.unlock("correct horse battery")
+    vault.encrypt_namespace("private")
+    vault.add_entity("Corner Cafe")
+    vault.remember(f"Had the {phrase} latte at [[Corner Cafe]]", namespace="private")
+    written = vault.report(tmp_path, now=NOW, fresh_lint=True)
+    html = open(written.path, encoding="utf-8").read()
+    assert phrase not in html and "latte" not in html and written.memories == 1
+    from vaultmem.overview.lint import RECORD
+
+    assert phrase.encode() not in (vault.index.cache_dir / RECORD).read_bytes()

@@ -70,6 +70,33 @@ def test_docs_are_looked_up_once_and_dead_ones_demoted():
     assert ws.docs(live, lambda ids: {"b": 6}).tolist() == [2, 6]
 
 
+def test_docs_stay_those_of_the_entries_through_promotions_evictions_and_demotions():
+    """The known documents are kept as entries come and go (a recall no longer walks the set): after any
+    sequence of promotions, evictions, demotions and re-indexing, docs() is what a walk over the
+    entries would find."""
+    import random
+
+    rng = random.Random(7)
+    ws = WorkingSet(16)
+    doc_of = {f"n{i}": i for i in range(60)}  # the index: id -> document
+    live = np.ones(200, dtype=bool)
+    fresh = 59  # the last document given
+    for step in range(400):
+        action = rng.random()
+        if action < 0.6:
+            ws.promote(_entries(*rng.sample(sorted(doc_of), rng.randint(1, 4))))
+        elif action < 0.75:
+            ws.demote(rng.sample(sorted(doc_of), 2))
+        elif action < 0.85:  # a note indexed again under a new document
+            moved = rng.choice(sorted(doc_of))
+            live[doc_of[moved]] = False
+            doc_of[moved] = fresh = fresh + 1
+        got = ws.docs(live, lambda ids: {i: doc_of[i] for i in ids if i in doc_of}).tolist()
+        expected = sorted(doc_of[i] for i in ws.ids())
+        assert got == expected, step
+        assert len(ws) <= 16
+
+
 def test_threads_writing_and_recalling_at_once(vault):
     ws = vault.use_working_set(64)
     errors: list[BaseException] = []

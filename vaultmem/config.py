@@ -135,6 +135,9 @@ working_set:              # long-lived processes (MCP server, Hermes provider): 
 sync:                     # `vaultmem sync` and the pre-commit hook (`vaultmem hook install`)
   max_deletions: 50       # the hook refuses a commit that deletes more notes than this (a mass deletion)
 
+encryption:               # encrypted notes (README "Encrypted notes"; the `encrypt` extra): text and properties sealed by a passphrase
+  namespaces: []          # namespaces whose new memories are written encrypted (e.g. [private]); `vaultmem encrypt --namespace N` adds one
+
 hooks:                    # programs run after a note is created, merged, superseded, forgotten, restored or confirmed (README "Hooks")
   run: []                 # each: - {name: notify, command: 'python3 ~/bin/notify.py', actions: [create, merge]} or - {name: log, entry_point: 'mypkg.hooks:on_write'}
                           # (actions: what it is told of, every action without it); none runs on a device until `vaultmem hooks enable NAME` there

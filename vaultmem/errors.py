@@ -137,8 +137,27 @@ class MissingExtra(VaultmemError, ImportError):
         super().__init__(f"{what} needs the '{extra}' extra: pip install '{DISTRIBUTION}[{extra}]'")
 
 
+class Locked(VaultmemError):
+    """An operation needs the passphrase of encrypted notes and none was given ($VAULTMEM_PASSPHRASE, a prompt,
+    Vault.unlock); nothing was written."""
+
+
+class WrongPassphrase(VaultmemError):
+    """The passphrase given does not open the vault's encrypted notes; nothing was written."""
+
+
+class SealBroken(VaultmemError):
+    """An encrypted note's ciphertext fails authentication (altered, truncated, or moved from another note);
+    `path` names it. It is left as it is."""
+
+    def __init__(self, path: Path | str, problem: str = "its ciphertext fails authentication"):
+        self.path = path
+        super().__init__(f"{path}: {problem} (altered, damaged or copied from another note); it was left as it is")
+
+
 DISTRIBUTION = "vaultmem-md"  # the name on PyPI, where `vaultmem` is an unrelated project
 
-__all__ = ["AmbiguousNote", "ConfigError", "DISTRIBUTION", "IndexDamaged", "InvalidValue", "MissingArgument",
+__all__ = ["AmbiguousNote", "ConfigError", "DISTRIBUTION", "IndexDamaged", "InvalidValue", "Locked", "MissingArgument",
            "MissingExtra", "NamespaceDenied", "NoteFormatError", "NoteNotFound", "NotText", "OwnerOnly", "PolicyViolation",
-           "TextTooLong", "UnsafePath", "VaultNotFound", "VaultmemError", "WatchLimit", "WriteConflict"]
+           "SealBroken", "TextTooLong", "UnsafePath", "VaultNotFound", "VaultmemError", "WatchLimit", "WriteConflict",
+           "WrongPassphrase"]

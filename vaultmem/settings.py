@@ -166,6 +166,10 @@ class SyncSettings(NamedTuple):
     max_deletions: int
 
 
+class EncryptionSettings(NamedTuple):
+    namespaces: tuple[str, ...]
+
+
 class HookSettings(NamedTuple):
     run: tuple[FrozenMap, ...]  # each {name, command | entry_point, actions?}, checked by config's rule
     timeout: float
@@ -204,6 +208,7 @@ class Settings(NamedTuple):
     consolidate: ConsolidateSettings
     working_set: WorkingSetSettings
     sync: SyncSettings
+    encryption: EncryptionSettings
     hooks: HookSettings
     index: IndexSettings
     http: HttpSettings
@@ -280,7 +285,7 @@ def _deep_update(base: dict[str, Any], over: Mapping[str, Any]) -> None:
 # the section classes a field may hold (its annotation is the class)
 _SECTIONS = frozenset((Folders, NoteDefaults, WriteSettings, PolicySettings, RankingSettings, Cues, ImportancePoints,
                        ExtractionSettings, ReinforcementSettings, GcSettings, ConsolidateSettings, WorkingSetSettings,
-                       SyncSettings, HookSettings, IndexSettings, HttpSettings))
+                       SyncSettings, EncryptionSettings, HookSettings, IndexSettings, HttpSettings))
 
 
 @functools.cache
@@ -296,7 +301,7 @@ def load_settings(path: Path, cache: Path | None = None) -> Settings:
     return Settings.from_mapping(load_config(path, cache))
 
 
-__all__ = ["ConsolidateSettings", "Cues", "ExtractionSettings", "Folders", "FrozenMap", "GcSettings", "HookSettings", "HttpSettings",
+__all__ = ["ConsolidateSettings", "Cues", "EncryptionSettings", "ExtractionSettings", "Folders", "FrozenMap", "GcSettings", "HookSettings", "HttpSettings",
            "ImportancePoints", "IndexSettings", "NoteDefaults", "PolicySettings", "RankingSettings",
            "ReinforcementSettings", "Settings", "SyncSettings", "WorkingSetSettings", "WriteSettings",
            "default_settings", "load_settings"]

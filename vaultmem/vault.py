@@ -16,11 +16,13 @@ __all__ = ["OWNER_ONLY", "Vault"]
 # namespace (store/caller.py) gets OwnerOnly from them. Each would read or change other agents'
 # notes (doctor and check_staged report on every note, gc and repair rewrite or archive any,
 # sync commits and pulls them all, the hooks and the watcher serve the whole vault; the HTTP tokens open
-# it to other callers; the dashboard writes into the person's vault, and the report shows every namespace
-# with doctor's findings).
+# it to other callers; a namespace's encryption is set in the vault's config.yaml, and a rekey re-seals every
+# encrypted note; the dashboard writes into the person's vault, and the report shows every namespace with
+# doctor's findings).
 OWNER_ONLY = ("doctor", "repair", "gc", "sync", "install_hook", "uninstall_hook", "check_staged",
               "lambda_estimate", "watch", "add_token", "tokens", "revoke_token", "token_for", "hook_list",
-              "enable_hook", "disable_hook", "test_hook", "wait_for_hooks", "dashboard", "report")
+              "enable_hook", "disable_hook", "test_hook", "wait_for_hooks", "encrypt_namespace", "decrypt_namespace",
+              "rekey", "dashboard", "report")
 
 
 def _owner_only(vault: Store, operation: str) -> None:
@@ -120,6 +122,10 @@ class Vault(Store):
         from .recall.catalog import memory_from_row, read_meta
 
         row = self.resolve(ref)
+        if row["type"] == "encrypted" and self.keyring.passphrase() is not None:  # opened in memory
+            from .recall.sealed import opened_memory
+
+            return opened_memory(self, row)
         return memory_from_row(row, read_meta(self, row))
 
     def markdown(self, ref: str) -> str:
@@ -161,12 +167,13 @@ class Vault(Store):
         too (a catalog.DoctorReport)."""
         _owner_only(self, "doctor")
         from .recall.catalog import doctor
-        from .sync.gitsync import sync_warnings
-
+        from .lifecycle.encrypt import sealed_warnings
         from .overview.lint import keep
+        from .sync.gitsync import sync_warnings
 
         report = doctor(self, strict)
         report.warnings += sync_warnings(self)
+        report.warnings += sealed_warnings(self)
         report.warnings += [f"hook {h['name']} failed {h['failures']} times since it was enabled (last: "
                             f"{h['last_failure']['why']}); the notes were written: `vaultmem hooks list`"
                             for h in self.hook_list() if h["failures"]]
@@ -345,6 +352,48 @@ class Vault(Store):
         return [m for m in self.list(tags=list(tags) or None)
                 if m.status == "active" and (namespace is None or m.namespace == namespace)
                 and wanted in shown_text(m.content)]
+
+    # -- encrypted notes (lifecycle/encrypt.py; README "Encrypted notes") ---------------------------
+    def unlock(self, passphrase: str | None) -> None:
+        """Give this Vault (and its views) the passphrase of the encrypted notes; None: back to
+        $VAULTMEM_PASSPHRASE. Nothing is checked until a note is opened or written with it."""
+        self.keyring.unlock(passphrase)
+
+    def encrypt(self, *refs: str):
+        """Seal memories (ids, paths or titles) with the passphrase: their text and properties (but those
+        lifecycle needs) become ciphertext, each file `Encrypted <id>.md`. Returns a lifecycle.encrypt.Sealing."""
+        from .lifecycle.encrypt import encrypt
+
+        return encrypt(self, list(refs))
+
+    def decrypt(self, *refs: str):
+        """Make sealed memories plain notes again (named from their titles); all are opened before the first
+        is written. Returns a Sealing."""
+        from .lifecycle.encrypt import decrypt
+
+        return decrypt(self, list(refs))
+
+    def encrypt_namespace(self, namespace: str):
+        """Seal every memory of a namespace and write its new ones sealed (`encryption.namespaces`)."""
+        _owner_only(self, "encrypt_namespace")
+        from .lifecycle.encrypt import encrypt
+
+        return encrypt(self, [], namespace)
+
+    def decrypt_namespace(self, namespace: str):
+        """Make every sealed memory of a namespace plain, and its new ones plain from now on."""
+        _owner_only(self, "decrypt_namespace")
+        from .lifecycle.encrypt import decrypt
+
+        return decrypt(self, [], namespace)
+
+    def rekey(self, new_passphrase: str):
+        """Seal every encrypted note again under a new passphrase (the current one is the keyring's); a rekey
+        stopped half-way is taken up again by the same call. Returns a Sealing."""
+        _owner_only(self, "rekey")
+        from .lifecycle.encrypt import rekey
+
+        return rekey(self, new_passphrase)
 
     # -- sync: one memory on every machine -------------------------------------------------------
     def sync(self, dry_run: bool = False) -> dict[str, Any]:

@@ -36,7 +36,7 @@ import math
 import re
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -66,7 +66,8 @@ class Group:
     key: str
     namespace: str
     sources: list[dict[str, Any]]
-    core: list[str]
+    core: list[str]  # index terms (stems, CJK 2-grams): for matching, never shown
+    words: list[str] = field(default_factory=list)  # the core in the sources' own words: what people read
     confidence: float = 0.0
     days: int = 0  # distinct days the sources were written on
     action: str = ""
@@ -80,7 +81,8 @@ class Group:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (--json)."""
-        return {"key": self.key, "namespace": self.namespace, "core": self.core, "confidence": self.confidence,
+        return {"key": self.key, "namespace": self.namespace, "core": self.core, "words": self.words,
+                "confidence": self.confidence,
                 "action": self.action, "reason": self.reason, "note": self.note,
                 "sources": [{k: s[k] for k in ("id", "path", "title")} for s in self.sources]}
 
@@ -114,20 +116,40 @@ def gist(plain: str, names: Iterable[str] = ()) -> frozenset[str]:
                      and not any(c.isdigit() for c in t) and not (len(t) == 3 and t[0] >= _CJK_FIRST))
 
 
-def phrase(body: str, core: Iterable[str]) -> str:
-    """The words of a text that make a group's core, in the text's order ("Ordered oat milk" of
-    "Ordered an oat milk latte at Blue Bottle" and the core {order, oat, milk}); CJK runs keep the
-    characters a core 2-gram covers."""
-    core = set(core)
-    kept = []
+def _pieces(body: str, core: set[str]) -> Iterator[tuple[str, set[str]]]:
+    """The words of a text that hold terms of a core, as written and in the text's order, each with the
+    core terms it holds; of CJK text the runs of characters a core 2-gram covers ("燕麦拿铁" holds
+    燕麦, 麦拿 and 拿铁)."""
     for word in _WORDS.findall(text.shown_text(body)):
         folded = text.normalize(word)
         if any(c >= _CJK_FIRST for c in folded):
             covered = [any(folded[j:j + 2] in core for j in (i - 1, i) if j >= 0) for i in range(len(folded))]
-            kept.extend(part for part in "".join(w if c else " " for w, c in zip(word, covered)).split())
-        elif core & set(text.terms(word)):
-            kept.append(word)
-    return " ".join(kept)
+            for part in "".join(w if c else " " for w, c in zip(word, covered)).split():
+                yield part, core.intersection(text.char_ngrams(text.normalize(part), 2))
+        elif held := core.intersection(text.terms(word)):
+            yield word, held
+
+
+def phrase(body: str, core: Iterable[str]) -> str:
+    """The words of a text that make a group's core, in the text's order ("Ordered oat milk" of
+    "Ordered an oat milk latte at Blue Bottle" and the core {order, oat, milk})."""
+    return " ".join(piece for piece, _ in _pieces(body, set(core)))
+
+
+def core_words(bodies: Iterable[str], core: Iterable[str]) -> list[str]:
+    """A core as people read it: for each of its terms (stems, CJK 2-grams) the word of these texts that
+    holds it most often ("latte" for latt, "燕麦拿铁" for 燕麦 and 拿铁), each word once, in the order the
+    texts first use them."""
+    core = set(core)
+    first: dict[str, int] = {}
+    counts: dict[str, Counter] = {}
+    for body in bodies:
+        for piece, held in _pieces(body, core):
+            first.setdefault(piece, len(first))
+            for term in held:
+                counts.setdefault(term, Counter())[piece] += 1
+    chosen = {max(seen, key=lambda p: (seen[p], -first[p])) for seen in counts.values()}
+    return sorted(chosen, key=first.__getitem__)
 
 
 def confidence(count: int, days: int) -> float:
@@ -285,7 +307,8 @@ def _group(rows: list[dict[str, Any]], core: frozenset[str]) -> Group:
     days = {dt.datetime.fromtimestamp(r["ts"], dt.timezone.utc).date() for r in rows}
     ordered = sorted(core)
     key = f"{_scope(rows[0])}:{' '.join(ordered)}"
-    return Group(key, rows[0]["namespace"], rows, ordered, confidence(len(rows), len(days)), len(days))
+    return Group(key, rows[0]["namespace"], rows, ordered, core_words((r["body"] for r in rows), core),
+                 confidence(len(rows), len(days)), len(days))
 
 
 def _consolidated(vault: Store) -> dict[str, dict[str, Any]]:
@@ -426,4 +449,4 @@ def _edit(vault: Store, note: dict[str, Any], changes: dict[str, Any], lines: li
     vault.audit([{"event": "edit", "id": note["id"], "path": note["path"], "because": "consolidate", "fields": sorted(changes)}])
 
 
-__all__ = ["Group", "Report", "confidence", "consolidate", "gist", "group_gists"]
+__all__ = ["Group", "Report", "confidence", "consolidate", "core_words", "gist", "group_gists"]

@@ -172,7 +172,7 @@ def ask(vault: Store, question: str, *, min_confidence: float | None = None, **r
     h = best.hit
     return Answer(question=question, answered=True, answer=best.value, confidence=round(best.confidence, 3),
                   type=best.type, id=h.id, title=h.title, path=h.path, source=h.source, date=h.timestamp[:10],
-                  candidates=shown, reason=f"the note {h.title!r} holds the {best.type or 'value'} {best.value} "
+                  candidates=shown, reason=f"the note \"{h.title}\" holds the {best.type or 'value'} {best.value} "
                                            f"in its {'value field' if best.origin == 'value' else 'text'}")
 
 
@@ -180,7 +180,7 @@ def _declined(parsed: _Question, best: _Candidate | None, threshold: float) -> s
     if best is None:
         asked = " or ".join(parsed.types) if parsed.types else "structured"
         return f"no current note that matches the question holds a {asked} value"
-    return (f"the best candidate, {best.value} from {best.hit.title!r}, has confidence {best.confidence:.2f}, "
+    return (f"the best candidate, {best.value} from \"{best.hit.title}\", has confidence {best.confidence:.2f}, "
             f"below {threshold:g}")
 
 

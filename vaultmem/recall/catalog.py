@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..notes.conflicts import conflict_marker_line, is_sync_conflict_copy
 from ..text import terms as text
-from ..store.index.records import given_epoch, link_key
+from ..store.index.records import SEALED_TYPE, given_epoch, link_key
 
 if TYPE_CHECKING:
     from ..store.store import Store
@@ -273,7 +273,7 @@ def _duplicate_memories(vault: Store, rows: list[dict[str, Any]]) -> list[dict[s
 
     settings = vault.settings.write
     live = sorted((r for r in rows if r["kind"] == "memory" and r["status"] in ("active", "candidate")
-                   and not r["error"]), key=lambda r: (r["ts"], r["path"]))
+                   and not r["error"] and r["type"] != SEALED_TYPE), key=lambda r: (r["ts"], r["path"]))  # sealed: no words
     # the index holds each note's keys as the pipeline made them (one schema: one key scheme)
     return duplicate_groups(((r["path"], r["namespace"], r["fp"], r["type"], r["value"], text.plain_text(r["body"]),
                               r["sketch"] or None) for r in live),

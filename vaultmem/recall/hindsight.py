@@ -58,11 +58,16 @@ def lambda_estimate(vault: Store) -> dict[str, Any]:
 
     A pin undone by a later unpin of the same note no longer counts (it was a mistake or a change of
     mind, not a judgement of the note's age). Returns {"lambda" (per hour, or None), "half_life_hours",
-    "bounds_hours", "enabled", "events": [{id, ts, ratio, age_hours, lambda, counted, log}]}.
+    "bounds_hours", "enabled", "events": [{id, title, ts, ratio, age_hours, lambda, counted, log}]}.
     """
     cfg = vault.settings.ranking
     bounds = tuple(float(b) for b in cfg.adaptive_half_life_hours)
     events = vault.index.pin_events()
+    ids = sorted({ev["id"] for ev in events})
+    titles = {row["id"]: row["title"] for row in vault.index.select_notes(
+        f"id IN ({', '.join('?' * len(ids))})", tuple(ids), columns=("id", "title"))} if ids else {}
+    for ev in events:  # what a person knows the note by ("" once it is gone)
+        ev["title"] = titles.get(ev["id"], "")
     counted = []
     for n, ev in enumerate(events):
         undone = any(later["event"] == "unpin" and later["id"] == ev["id"] for later in events[n + 1:])

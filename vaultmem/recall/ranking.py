@@ -21,7 +21,7 @@ from ..text.scoring import top_k
 from ..text import terms as text
 from ..errors import VaultmemError
 from ..settings import FrozenMap
-from ..store.index.records import LINK_PREFIX, QUESTION_TERM, TAG_PREFIX
+from ..store.index.records import LINK_PREFIX, QUESTION_TERM, SEALED_TYPE, TAG_PREFIX
 from ..store.index.snapshot import Snapshot, named_entities
 
 if TYPE_CHECKING:
@@ -125,7 +125,8 @@ def recall(vault: Store, query: Query) -> Hits:
         rows = _row_reader(vault, snap)
         ranked = _rank(snap, query, config, now, rows, hot_docs)
         if ranked is None:
-            return Hits()
+            hits = Hits()
+            break
         hits = _hits(vault, snap, rows, query, *ranked, limit, cfg)
         if hits is None:
             continue
@@ -136,12 +137,35 @@ def recall(vault: Store, query: Query) -> Hits:
         break
     else:
         raise VaultmemError("the index kept changing during recall; try again")
+    if vault.keyring.passphrase() is not None:  # encrypted notes, opened in memory (recall/sealed.py)
+        hits = _with_sealed(vault, query, hits, limit, now, config, snap)
     record = vault.settings.reinforcement.record_access if query.record_access is None else query.record_access
     if record and hits:
         vault.record_access([h.id for h in hits], now)
     if hot is not None and record:  # hits recorded as uses are used: the best one ends most recent
         hot.promote(Entry(h.id, h.path, h.title) for h in reversed(hits))
     return hits
+
+
+def _with_sealed(vault: Store, q: Query, hits: Hits, limit: int, now: float, config: Settings, snap: Snapshot) -> Hits:
+    """The hits with the encrypted notes the query finds (recall/sealed.py), merged by their fused score."""
+    from .sealed import found_sealed, one_scale
+
+    def prior(docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        inside = docs < snap.size  # a note indexed after this snapshot: no uses or feedback known yet
+        found = strength_prior(snap, np.where(inside, docs, 0), config, now)
+        return np.where(inside, found.effective, 0.0), np.where(inside, found.decay, 1.0)
+
+    weights = _weights(config.ranking, q.text, snap)
+    found = found_sealed(vault, q, config.ranking, weights, prior, HIDDEN_STATUSES, limit)
+    if not found:
+        return hits
+    extra = [Hit(**fields) for fields, _ in found]
+    stats = (lambda term: len(snap.postings(term)[0]), snap.n_live, snap.avg_len)
+    one_scale([*hits, *extra], q.text, {h.id: terms for h, (_, terms) in zip(extra, found)}, stats, config.ranking,
+              weights.get("lexical", 0.0))
+    merged = sorted([*hits, *extra], key=lambda h: (h.final, h.timestamp, h.path), reverse=True)
+    return Hits(merged[:limit], hits.suppressed, hits.rewritten)
 
 
 ROW_FIELDS = ("id", "path", "title", "body", "tags", "source", "lifecycle", "stamp", "ts", "score", "type", "value",
@@ -211,7 +235,7 @@ def _visible(snap: Snapshot, q: Query) -> np.ndarray:
     key = ("visible", tuple(q.kinds), tuple(q.status) if q.status is not None else None, tuple(sorted(q.include)))
     mask = snap.memo.get(key)
     if mask is None:
-        mask = snap.live & _having(snap, "kind", q.kinds)
+        mask = snap.live & _having(snap, "kind", q.kinds) & ~_having(snap, "type", (SEALED_TYPE,))  # recall/sealed.py
         if q.status is None:
             mask &= ~_having(snap, "status", [s for s in HIDDEN_STATUSES if s not in q.include])
         else:

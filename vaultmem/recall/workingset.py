@@ -54,7 +54,11 @@ class WorkingSet:
         self._lock = threading.Lock()
         self._entries: OrderedDict[str, Entry] = OrderedDict()
         self._titles: dict[str, str] = {}  # title (as the index matches it: exactly) -> id
-        self._known: tuple[list[str], np.ndarray] | None = None  # (ids, docs) of the entries with a document
+        # kept as entries come and go, so a recall reads them without a walk over the set: the entries
+        # with a document (id -> doc), those without one yet, and the first as arrays once asked for
+        self._docs: dict[str, int] = {}
+        self._unknown: dict[str, None] = {}
+        self._known: tuple[list[str], np.ndarray] | None = None  # (ids, docs) of _docs; None: made again when asked
         self.evicted = 0  # memories that left by LRU (for stats)
 
     def __len__(self) -> int:
@@ -80,17 +84,15 @@ class WorkingSet:
                 old = self._entries.pop(entry.id, None)
                 if old is not None and entry.row is None and old.path == entry.path:
                     entry = old
-                else:
-                    if old is not None:
-                        self._untitle(old)
-                    if entry.doc >= 0 or (old is not None and old.doc >= 0):
-                        self._known = None
+                elif old is not None:
+                    self._untitle(old)
                 self._entries[entry.id] = entry
                 self._titles[entry.title] = entry.id
+                self._place(entry)
             while len(self._entries) > self.capacity:
                 _, gone = self._entries.popitem(last=False)
                 self._untitle(gone)
-                self._known = None if gone.doc >= 0 else self._known
+                self._forget(gone.id)
                 self.evicted += 1
 
     def demote(self, ids: Iterable[str]) -> None:
@@ -100,7 +102,24 @@ class WorkingSet:
                 gone = self._entries.pop(note_id, None)
                 if gone is not None:
                     self._untitle(gone)
-                    self._known = None if gone.doc >= 0 else self._known
+                    self._forget(note_id)
+
+    def _place(self, entry: Entry) -> None:
+        """File an entry under known (with its document) or unknown; the arrays go when the known change."""
+        if entry.doc >= 0:
+            self._unknown.pop(entry.id, None)
+            if self._docs.get(entry.id) != entry.doc:
+                self._docs[entry.id] = entry.doc
+                self._known = None
+        else:
+            self._unknown[entry.id] = None
+            if self._docs.pop(entry.id, None) is not None:
+                self._known = None
+
+    def _forget(self, note_id: str) -> None:
+        self._unknown.pop(note_id, None)
+        if self._docs.pop(note_id, None) is not None:
+            self._known = None
 
     def lookup(self, ref: str, root: str) -> dict[str, Any] | None:
         """The index row of a hot memory named by id or title whose file is unchanged since its row was
@@ -134,10 +153,9 @@ class WorkingSet:
 
         with self._lock:
             if self._known is None:
-                known = [(e.id, e.doc) for e in self._entries.values() if e.doc >= 0]
-                self._known = ([i for i, _ in known], np.array([d for _, d in known], dtype=np.int64))
+                self._known = (list(self._docs), np.fromiter(self._docs.values(), dtype=np.int64, count=len(self._docs)))
             ids, docs = self._known
-            unknown = [e.id for e in self._entries.values() if e.doc < 0]
+            unknown = list(self._unknown)
         alive = np.zeros(len(docs), dtype=bool)
         inside = docs < len(live)
         alive[inside] = live[docs[inside]]
@@ -150,7 +168,7 @@ class WorkingSet:
                 entry = self._entries.get(note_id)
                 if entry is not None:
                     entry.doc = found.get(note_id, -1)
-            self._known = None
+                    self._place(entry)
         self.demote([i for i in stale if i not in found])
         fresh = np.array([d for i, d in found.items() if d < len(live) and live[d]], dtype=np.int64)
         return np.union1d(docs[alive], fresh)

@@ -18,6 +18,7 @@ from ..errors import (AmbiguousNote, ConfigError, InvalidValue, NoteNotFound, Un
                       WriteConflict)
 from ..notes.names import safe_filename
 from .caller import Caller
+from .crypto import Keyring
 from .events import append_accesses, append_events, device_id
 from .hookqueue import HookQueue
 from .files import atomic_write
@@ -163,6 +164,7 @@ class Store:
         self._index_lock = threading.Lock()
         # made here (its thread starts with the first hook event), so every as_caller view shares it
         self.hooks = HookQueue(self.root, self.device_dir, lambda: self.settings.hooks, self._hook_rows)
+        self.keyring = Keyring()  # encrypted notes' passphrase (store/crypto.py), shared by every view
         self._told_read_only = False
 
     def _checked(self, path: Path, creating: bool = False) -> Path:

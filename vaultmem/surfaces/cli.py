@@ -522,6 +522,7 @@ from . import cli_hermes  # noqa: E402,F401
 from . import cli_consolidate  # noqa: E402,F401
 from . import cli_http  # noqa: E402,F401
 from . import cli_hooks  # noqa: E402,F401
+from . import cli_encrypt  # noqa: E402,F401
 from . import cli_overview  # noqa: E402,F401
 
 

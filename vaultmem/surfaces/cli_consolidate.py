@@ -23,7 +23,7 @@ def consolidate(
     terms they share (see docs/design.md). A second run writes nothing new; a new repeat updates the
     note; a consolidated note you delete is not made again. The sources are left as they are.
     Exit 3 when --dry-run finds something to write (three "ordered oat milk ..." notes would print
-    `would create: 3 notes sharing milk, oat, order (confidence 0.75)` and each source).
+    `would create: 3 notes sharing Ordered, oat, milk (confidence 0.75)` and each source).
 
     \b
     Example:
@@ -46,7 +46,7 @@ def _print_groups(report) -> None:
         if dry_run and group.action in ("create", "update"):
             verb = f"would {group.action}"
         where = f" -> {group.note['path']}" if group.note else ""
-        say(f"{verb}: {len(group.sources)} notes sharing {', '.join(group.core)} (confidence {group.confidence})"
+        say(f"{verb}: {len(group.sources)} notes sharing {', '.join(group.words)} (confidence {group.confidence})"
             f"{where}; {group.reason}", style="good" if group.action in ("create", "update") else "dim")
         for source in group.sources:
             say(f"  - {source['path']}")

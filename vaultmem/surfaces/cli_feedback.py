@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from typing import Annotated, Optional
 
 import typer
@@ -53,11 +54,13 @@ def correct(
       vaultmem correct "Timezone is Asia Shanghai" "Timezone is Europe/Berlin since December"
       created: memories/
     """
-    result = open_vault(vault).correct(ref, text)
+    v = open_vault(vault)
+    result = v.correct(ref, text)
     if json_out:
         print_json(result.to_dict())
         return
-    say(f"{result.action}: {result.path} ({result.id}), supersedes {result.supersedes}", style="good")
+    old = f", supersedes {v.get(result.supersedes).path}" if result.supersedes else ""  # its name, not its id
+    say(f"{result.action}: {result.path} ({result.id}){old}", style="good")
 
 
 @app.command()
@@ -105,12 +108,14 @@ def print_lambda(report: dict) -> None:
     say("")
     say("events", style="title")
     for ev in report["events"]:
+        note = ev["title"] or f"{ev['id']} (gone)"  # its name; the id only of a note the vault no longer has
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(ev["ts"]))
         if ev["event"] == "unpin":
-            say(f"  unpin  {ev['id']}  ts={ev['ts']:.0f}")
+            say(f"  unpin  {when}  {note}")
             continue
         lam = ev.get("lambda")
         shown = "-" if lam is None or not math.isfinite(lam) else f"{lam:.6f}"
-        say(f"  pin    {ev['id']}  age={ev['age_hours'] or 0:.1f} h  ratio={ev['ratio'] or 0:.4f}  lambda={shown}"
+        say(f"  pin    {when}  {note}  age={ev['age_hours'] or 0:.1f} h  ratio={ev['ratio'] or 0:.4f}  lambda={shown}"
             f"  {'counted' if ev.get('counted') else 'not counted'}  ({ev['log']})")
 
 

@@ -70,7 +70,8 @@ def _hermes_report(report: dict, json_out: bool, what: str) -> None:
     say(f"vaultmem for Hermes ({what}):")
     for key, value in report.items():
         if value not in ("", None):  # `reason:` only when there is one (--json keeps every field)
-            say(f"  {key}: {value}")
+            shown = ("yes" if value else "no") if isinstance(value, bool) else value
+            say(f"  {key.replace('_', ' ')}: {shown}")
 
 
 __all__ = ["HermesHomeOpt", "hermes_app", "hermes_install", "hermes_status", "hermes_uninstall"]

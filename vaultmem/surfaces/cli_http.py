@@ -114,7 +114,7 @@ def token_revoke(name: Annotated[str, typer.Argument(metavar="NAME", help="The t
     if json_out:
         print_json({"revoked": token is not None, "name": name})
     elif token is None:
-        say(f"No live token is named {name!r}: nothing was revoked (vaultmem token list shows them).", err=True)
+        say(f"No live token is named {name}: nothing was revoked (vaultmem token list shows them).", err=True)
     else:
         say(f"revoked: {name}")
 

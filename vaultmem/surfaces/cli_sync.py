@@ -37,7 +37,9 @@ def sync(vault: VaultOpt = None, dry_run: Annotated[bool, typer.Option(
     if report.get("commit"):
         say(f"committed: {report['commit']}", style="good")
     if report.get("pushed"):
-        say("pulled and pushed" if report.get("pulled") else "pushed", style="good")
+        done = "pulled from and pushed to" if report.get("pulled") else "pushed to"
+        here = "" if report["remote_branch"] == report["branch"] else f" (this clone's branch {report['branch']})"
+        say(f"{done} {report['pushed_to']}{here}", style="good")
     elif not dry_run and not report["remote"]:
         say("no remote: committed locally (git remote add origin URL to share it)")
 

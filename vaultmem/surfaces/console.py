@@ -132,7 +132,17 @@ def open_vault(path: Path | str | None):
     path = given_vault(path)
     if path is None:
         raise VaultNotFound("no vault given: use --vault PATH or set VAULTMEM_VAULT (or OBSIDIAN_VAULT_PATH)")
-    return Vault(path)
+    vault = Vault(path)
+    if sys.stdin.isatty() and sys.stderr.isatty():  # asked only by what cannot go on without it (encrypted notes)
+        vault.keyring.prompt = ask_passphrase
+    return vault
+
+
+def ask_passphrase(why: str) -> str:
+    """The passphrase of the encrypted notes, typed at the terminal (not shown)."""
+    import getpass
+
+    return getpass.getpass(f"Passphrase ({why}): ")
 
 
 def check_lifecycle(settings: Settings, name: str | None, where: str = "--lifecycle") -> None:

@@ -222,8 +222,59 @@ def _staged_notes(repo: Path, folders: list[str]) -> dict[str, int]:
     return {kind: n for kind, n in counts.items() if n or kind in ("created", "edited", "removed")}
 
 
-def _upstream(repo: Path) -> bool:
-    return run_git(repo, "rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{u}", check=False).returncode == 0
+@dataclass(frozen=True)
+class Target:
+    """Where a sync pulls from and pushes to: the remote, its branch, and whether that is the upstream the
+    person set (branch.<name>.remote and .merge) or a first push that will set it."""
+
+    remote: str
+    branch: str
+    upstream: bool
+
+    @property
+    def name(self) -> str:
+        """As git names it: origin/main."""
+        return f"{self.remote}/{self.branch}"
+
+
+def _current_branch(repo: Path) -> str | None:
+    """The branch checked out; None when HEAD is detached."""
+    done = run_git(repo, "symbolic-ref", "--short", "-q", "HEAD", check=False)
+    return done.stdout.strip() or None
+
+
+def _upstream(repo: Path, branch: str | None) -> Target | None:
+    """The upstream the person set for `branch` (`git branch -u`, a clone, a first `push -u`), whatever its name."""
+    if branch is None:
+        return None
+    remote = run_git(repo, "config", "--get", f"branch.{branch}.remote", check=False).stdout.strip()
+    merge = run_git(repo, "config", "--get", f"branch.{branch}.merge", check=False).stdout.strip()
+    if not remote or not merge:
+        return None
+    return Target(remote, merge.removeprefix("refs/heads/"), upstream=True)
+
+
+def _first_push(repo: Path, branch: str | None, remote: str) -> Target:
+    """Where a branch without an upstream goes: a branch of its name on `remote`. GitError, with nothing
+    written to the remote, when the remote holds the vault on another branch and none of this name (a
+    clone on `master` beside a remote on `main` would otherwise start a second history there)."""
+    if branch is None:
+        raise GitError(f"{repo} is on no branch (a detached HEAD): check out the branch to sync "
+                       "(`git switch main`), then run `vaultmem sync` again")
+    listed = run_git(repo, "ls-remote", "--symref", remote, "HEAD", "refs/heads/*").stdout.splitlines()
+    branches = [line.split("\t")[1].removeprefix("refs/heads/") for line in listed
+                if "\trefs/heads/" in line and not line.startswith("ref:")]
+    if not branches or branch in branches:
+        return Target(remote, branch, upstream=False)
+    default = next((line.split()[1].removeprefix("refs/heads/") for line in listed
+                    if line.startswith("ref: ") and line.endswith("\tHEAD")), None)
+    other = default if default in branches else branches[0] if len(branches) == 1 else None
+    held = f"its default branch is {other}" if other else f"it has the branches {', '.join(sorted(branches))}"
+    follow = other or "BRANCH"
+    raise GitError(f"this clone's branch {branch} has no upstream and {remote} has no branch {branch} "
+                   f"({held}); nothing was pushed. To sync with {remote}/{follow}: `git fetch {remote} && "
+                   f"git branch -u {remote}/{follow}`; to start a branch {branch} there instead: "
+                   f"`git push -u {remote} {branch}`")
 
 
 def sync(vault: Vault, dry_run: bool = False) -> dict[str, Any]:
@@ -249,10 +300,13 @@ def _sync(vault: Vault, repo: Path, git_dir: Path, dry_run: bool) -> dict[str, A
                               "set_up": plan.names()}
     changes = _changes(vault, repo, plan if dry_run else None)
     report["changes"] = changes
-    upstream = _upstream(repo)
-    report["remote"] = upstream
+    branch = _current_branch(repo)
+    upstream = _upstream(repo, branch)
+    report["remote"] = upstream is not None
     if dry_run:
         return report
+    remotes = [] if upstream else run_git(repo, "remote").stdout.split()
+    target = upstream or (_first_push(repo, branch, remotes[0]) if remotes else None)
     # a machine with no git identity still syncs: the commit names the device
     identity = [] if _has_identity(repo) else ["-c", "user.name=vaultmem", "-c", f"user.email=vaultmem@{vault.device}"]
     if cleared := clear_stale_locks(git_dir):
@@ -283,11 +337,11 @@ def _sync(vault: Vault, repo: Path, git_dir: Path, dry_run: bool) -> dict[str, A
             if not (git_dir / "MERGE_HEAD").exists():
                 raise GitError(f"git pull failed: {_reason(pulled)}")
             report["settled"] = report.get("settled", []) + _finish_merge(vault, repo, identity)
-        run_git(repo, "push", "-q")
-        report["pulled"] = report["pushed"] = True
-    elif remotes := run_git(repo, "remote").stdout.split():
-        run_git(repo, "push", "-q", "-u", remotes[0], "HEAD")  # the first push sets the upstream
-        report["pushed"] = True
+        report["pulled"] = True
+    if target:  # to the upstream's branch by name: git's own `push` refuses one named unlike the local branch
+        run_git(repo, "push", "-q", *([] if target.upstream else ["-u"]), target.remote,
+                f"HEAD:refs/heads/{target.branch}")
+        report.update(pushed=True, pushed_to=target.name, branch=branch, remote_branch=target.branch)
     vault.refresh()
     return report
 
@@ -442,5 +496,5 @@ def _has_identity(repo: Path) -> bool:
     return bool(run_git(repo, "config", "user.email", check=False).stdout.strip())
 
 
-__all__ = ["GitError", "SYNC_LOCK", "SetUp", "attributes_text", "clear_stale_locks", "driver_command",
+__all__ = ["GitError", "SYNC_LOCK", "SetUp", "Target", "attributes_text", "clear_stale_locks", "driver_command",
            "driver_configured", "missing_set_up", "repository", "run_git", "set_up", "sync", "sync_warnings"]

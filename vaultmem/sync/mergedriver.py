@@ -58,6 +58,7 @@ from typing import Any, Callable
 
 from ..errors import InvalidValue, NoteFormatError, VaultmemError
 from ..notes.note import Note, parse_note
+from ..notes.sealed import is_sealed_text
 from ..notes.writing import DELETE, update_fields
 
 __all__ = ["CALLOUT", "STATUS_PRECEDENCE", "main", "merge_copies", "merge_notes", "run_merge_driver"]
@@ -102,6 +103,10 @@ def merge_notes(base: bytes, ours: bytes, theirs: bytes, path: str) -> tuple[byt
         return ours, True
     if base == ours:
         return theirs, True
+    if is_sealed_text(ours) or is_sealed_text(theirs):  # an encrypted note: opened with the passphrase, or not
+        from .sealedmerge import merge_sealed
+
+        return merge_sealed(base, ours, theirs, path, merge_notes)
     notes = _parse_sides(base, ours, theirs, path)
     if notes is not None and not base.strip():
         # add/add: two machines created the note (a day's episode note, most often) with no common
@@ -504,7 +509,9 @@ def _scratch() -> str:
     """One temp folder per process for merge-file's three inputs (a sync merges a thousand notes:
     no folder made and removed for each), removed when the process ends."""
     if not _folder or not os.path.isdir(_folder[0]):
-        folder = tempfile.mkdtemp(prefix="vaultmem-merge-")
+        # in memory where the system has it: an encrypted note's plain text passes through here (sealedmerge.py)
+        shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+        folder = tempfile.mkdtemp(prefix="vaultmem-merge-", dir=shm)
         atexit.register(shutil.rmtree, folder, True)
         _folder[:] = [folder]
     return _folder[0]

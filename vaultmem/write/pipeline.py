@@ -18,6 +18,7 @@ from ..text import terms as text
 from ..text.dedup import restates, words_and_numbers
 from .drafts import Draft, Drafter, entity_links, parse_time, union, worker_pool
 from .episodes import EpisodeLine
+from . import sealed
 from ..errors import NamespaceDenied, VaultmemError, WriteConflict
 from .entities import EntityNotes
 from .items import WriteResult, check_item, given_fields
@@ -57,6 +58,7 @@ class Writer:
         self.want_explain = explain
         self.caller = vault.caller  # fixed for the whole write
         self.default_namespace = str(vault.settings.defaults.namespace)
+        self.sealed = frozenset(vault.settings.encryption.namespaces)  # written encrypted (write/sealed.py)
         self._drafter: Drafter | None = None
         self.seen = Seen(vault.index.exists("kind = 'memory'"))  # the notes met so far, indexed or not
         self.flight = InFlight(vault, durable)  # the notes, day lines and audit events on their way to disk
@@ -71,7 +73,15 @@ class Writer:
             self.caller.write_namespace(fields.get("namespace"), self.default_namespace)
         except NamespaceDenied as exc:
             raise NamespaceDenied(f"{where}: {exc}") from None
+        if self._sealing(fields):  # no passphrase, or a wrong one: refused before anything is written
+            sealed.writing_key(self.vault, f"{where}: a memory in the encrypted namespace {self._namespace(fields)}")
         return body, fields
+
+    def _namespace(self, fields: dict[str, Any]) -> str:
+        return str(fields.get("namespace") or self.vault.settings.defaults.namespace)
+
+    def _sealing(self, fields: dict[str, Any]) -> bool:
+        return bool(self.sealed) and self._namespace(fields) in self.sealed
 
     # -- the pipeline ------------------------------------------------------------------------------
     def write(self, body: str, fields: dict[str, Any]) -> WriteResult:
@@ -103,6 +113,8 @@ class Writer:
         self.seen.forget(stale.rel)
 
     def _settle(self, draft: Draft, supersedes: Any, given: frozenset[str]) -> WriteResult:
+        if draft.meta["namespace"] in self.sealed:  # encrypted: a note of its own, none of its words indexed
+            return sealed.seal_draft(self, draft, supersedes)
         # a note of its own (`merge: false`, a keyed store's item) is neither a retry nor a restatement of another
         settled = self._folded(draft, supersedes) if draft.merges else None
         if settled is not None:
@@ -144,8 +156,9 @@ class Writer:
         return self._drafter
 
     def ensure_entities(self, checked: Iterable[tuple[str, dict[str, Any]]]) -> None:
-        """Entity notes for every name the items give or introduce with a cue, before any is drafted."""
-        self.entities.ensure(checked)
+        """Entity notes for every name the items give or introduce with a cue, before any is drafted (none for
+        an encrypted memory: an entity note's title would say who it is about)."""
+        self.entities.ensure([item for item in checked if not self._sealing(item[1])])
 
     # -- dedup -------------------------------------------------------------------------------------
     def _existing_fp(self, fp: str, namespace: str) -> Known | None:

@@ -17,6 +17,7 @@ from ...text.decay import Policy, read_policy
 from ...text.dedup import sketch_keys
 from ...text.times import FIRST_TS, LAST_TS, iso_time
 from ...errors import InvalidValue, NoteFormatError, VaultmemError
+from ...notes.sealed import MARKER as SEALED_TYPE, is_sealed  # (it imports no note parser)
 
 if TYPE_CHECKING:
     from ...settings import NoteDefaults
@@ -178,6 +179,10 @@ def build_record(data: bytes, relpath: str, kind: str, folder: str, stat: tuple[
         rec.status = STATUS_BY_FOLDER.get(folder, "active")
         rec.fp = text.fingerprint(rec.body)
         rec.terms = index_terms(rec)
+        return rec
+    if is_sealed(note.meta):  # encrypted (notes/sealed.py): indexed by its clear properties, never by its words
+        _fill_from_note(rec, note.meta, "", [], [], [], folder, mtime, defaults, "")
+        rec.type, rec.fp, rec.terms = SEALED_TYPE, "", Counter()
         return rec
     if cut is not None and len(note.body) > cut:  # its tags and links too: as if the body ended there
         note, sketch, plain, like = replace(note, body=note.body[:cut]), None, None, None
@@ -406,7 +411,7 @@ def retitle(rec: Record, title: str) -> None:
     rec.title = title
 
 
-__all__ = ["KINDS", "LINK_PREFIX", "QUESTION_TERM", "Record", "STATUS_BY_FOLDER", "TAG_PREFIX", "amended_terms",
+__all__ = ["KINDS", "LINK_PREFIX", "QUESTION_TERM", "Record", "SEALED_TYPE", "STATUS_BY_FOLDER", "TAG_PREFIX", "amended_terms",
            "appended_record", "build_record", "build_records", "content_hash", "decode_terms", "encode_terms",
            "given_epoch", "index_terms", "link_key", "note_score", "relink", "rendered_record", "retitle",
            "split_terms", "synthetic_id", "to_epoch", "unwritten_records", "value_terms"]

@@ -156,6 +156,18 @@ class Sidecar:
             return {}
         return dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('schema_version', 'tokenizer_version')"))
 
+    def scrub(self) -> None:
+        """Drop every table, generation and free page of the sidecar, the change feed with them (a new feed:
+        a follower's cursor is a reset); the next refresh indexes the notes anew. For `vaultmem encrypt` of a
+        note that was plain: no trace of its words stays in the index's files."""
+        with self._write_lock():
+            conn = self._conn()
+            self._wipe(conn)
+            conn.execute("VACUUM")  # the freed pages, which still held the old rows, rewritten away
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._forget_loaded()
+            self._ensure_schema()
+
     def _wipe(self, conn: sqlite3.Connection) -> None:
         """Forget everything (new sidecar, or schema/tokenizer changed): a refresh rebuilds it from the notes."""
         with transaction(conn):

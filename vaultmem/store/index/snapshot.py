@@ -49,7 +49,9 @@ class PostingsBuilder:
         gen, _, _ = _load_generation(folder)
         off, blob = gen.term_off, gen.blob
         self.ids = _numbering({bytes(blob[off[i]:off[i + 1]]).decode("utf-8"): i for i in range(len(off) - 1)})
-        renumber = np.full(int(gen.post_doc.max()) + 1 if len(gen.post_doc) else 0, -1, dtype=np.int64)
+        # as long as the highest document kept: one with no term at all (an encrypted note) is in no posting list
+        size = max(int(gen.post_doc.max()) + 1 if len(gen.post_doc) else 0, int(keep.max()) + 1 if len(keep) else 0)
+        renumber = np.full(size, -1, dtype=np.int64)
         renumber[keep] = np.arange(len(keep))
         term_of = np.repeat(np.arange(len(off) - 1, dtype=np.int32), np.diff(gen.post_off))
         new_doc = renumber[gen.post_doc] if len(renumber) else np.zeros(0, dtype=np.int64)

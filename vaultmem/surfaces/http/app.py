@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
@@ -29,6 +29,7 @@ from .models import (AskQuery, ChangesQuery, ChangesShape, ContextQuery, ForgetW
                      RecallQuery, Recalled, Remember, RememberedExplained, RememberedMany, RememberMany, Status,
                      Verdict)
 from .pool import pooled
+from .queries import QueryModel
 from .storeroutes import store_routes
 from ..shapes import Answered, FeedbackGiven, ForgetDone, Remembered, Shown, Woven
 
@@ -90,6 +91,7 @@ def from_environment() -> FastAPI:
 def _routes(app: FastAPI, reader: Any, writer: Any, max_batch: int, source: str) -> None:
     """Every endpoint; `reader` and `writer` are the dependencies that give a request its view."""
     Reader, Writer = Annotated[Any, reader], Annotated[Any, writer]
+    _recall, _context, _ask, _changes = (QueryModel(m) for m in (RecallQuery, ContextQuery, AskQuery, ChangesQuery))
 
     @app.get(f"{API}/health", response_model=Health, tags=["server"])
     @pooled
@@ -122,30 +124,30 @@ def _routes(app: FastAPI, reader: Any, writer: Any, max_batch: int, source: str)
         counts = {action: sum(1 for r in results if r.action == action) for action in ("created", "merged", "unchanged")}
         return {"total": len(results), **counts, "results": [r.to_dict() for r in results]}
 
-    @app.get(f"{API}/recall", response_model=Recalled, tags=["read"])
+    @app.get(f"{API}/recall", response_model=Recalled, tags=["read"], openapi_extra=_recall.openapi)
     @pooled
-    def recall(q: Annotated[RecallQuery, Query()], view: Reader) -> dict:
+    def recall(q: Annotated[RecallQuery, _recall.depends], view: Reader) -> dict:
         """The memories that best match a query and/or tags, best first, with every filter of `vaultmem recall`."""
         options = q.model_dump(exclude={"query", "tags", "include"}, exclude_none=True)
         hits = view.recall(q.query, tags=q.tags or [], include=q.include or [], **options)
         return {"query": q.query, "hits": [h.to_dict() for h in hits], "suppressed": hits.suppressed}
 
-    @app.get(f"{API}/context", response_model=Woven, tags=["read"])
+    @app.get(f"{API}/context", response_model=Woven, tags=["read"], openapi_extra=_context.openapi)
     @pooled
-    def context(q: Annotated[ContextQuery, Query()], view: Reader) -> dict:
+    def context(q: Annotated[ContextQuery, _context.depends], view: Reader) -> dict:
         """The memories for a query as labelled lines within a token budget, for a prompt."""
         options = q.model_dump(exclude={"query", "budget_tokens", "tags"}, exclude_none=True)
         return view.context(q.query, q.budget_tokens, tags=q.tags or [], **options).to_dict()
 
-    @app.get(f"{API}/ask", response_model=Answered, tags=["read"])
+    @app.get(f"{API}/ask", response_model=Answered, tags=["read"], openapi_extra=_ask.openapi)
     @pooled
-    def ask(q: Annotated[AskQuery, Query()], view: Reader) -> dict:
+    def ask(q: Annotated[AskQuery, _ask.depends], view: Reader) -> dict:
         """A direct answer from the value a note holds, or a declined one with the best candidates."""
         return view.ask(q.question, **q.model_dump(exclude={"question"}, exclude_none=True)).to_dict()
 
-    @app.get(f"{API}/changes", response_model=ChangesShape, tags=["read"])
+    @app.get(f"{API}/changes", response_model=ChangesShape, tags=["read"], openapi_extra=_changes.openapi)
     @pooled
-    def changes(q: Annotated[ChangesQuery, Query()], view: Reader) -> dict:
+    def changes(q: Annotated[ChangesQuery, _changes.depends], view: Reader) -> dict:
         """Notes created, changed, moved or removed since `since` (a person's edits too); pass `cursor` back."""
         return view.changes(q.since, q.limit).to_dict()
 

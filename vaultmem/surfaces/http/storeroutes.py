@@ -18,13 +18,14 @@ everything else, and these routes answer 501 `missing_extra` naming it.
 
 from typing import Annotated, Any
 
-from fastapi import FastAPI, Query, Response
+from fastapi import FastAPI, Response
 
 from ... import MissingExtra, VaultmemError
 from .guard import Refused
 from .models import Problem, StoreDelete, StoreGetQuery, StoreItem, StoreItems, StoreListNamespaces, StoreNamespaces, \
     StorePut, StoreSearch
 from .pool import pooled
+from .queries import QueryModel
 
 __all__ = ["STORE", "store_routes"]
 
@@ -41,9 +42,11 @@ def store_routes(app: FastAPI, Reader: Any, Writer: Any, source: str) -> None:
         """Put an item: a note of its own; put again supersedes it (the old note kept as history)."""
         _answer(lambda: _store(view, source).put(tuple(body.namespace), body.key, body.value))
 
-    @app.get(f"{STORE}/items", response_model=StoreItem | None, **_ROUTE)
+    item_query = QueryModel(StoreGetQuery)
+
+    @app.get(f"{STORE}/items", response_model=StoreItem | None, openapi_extra=item_query.openapi, **_ROUTE)
     @pooled
-    def get_item(q: Annotated[StoreGetQuery, Query()], view: Reader) -> dict | None:
+    def get_item(q: Annotated[StoreGetQuery, item_query.depends], view: Reader) -> dict | None:
         """An item as its note is on disk now (a person's edit shows at once); null when there is none."""
         item = _answer(lambda: _store(view, source).get(tuple(q.namespace.split(".")), q.key))
         return None if item is None else item.dict()
