@@ -271,3 +271,9 @@ def test_no_bench_script_shadows_a_module_of_the_standard_library():
     langchain_core needs) find the bench script instead, and langgraph_store.py failed."""
     names = {p.stem for p in (Path(__file__).parent.parent / "bench").glob("*.py")}
     assert not names & set(sys.stdlib_module_names)
+
+
+def test_report_benchmark_smoke_writes_every_figure(tmp_path):
+    figures = smoke("report.py", tmp_path / "report.json")
+    for key in ("notes", "events", "lint_s", "report_s", "html_mb", "report_note_s", "html_note_mb", "report_lint_s"):
+        assert isinstance(figures[key], (int, float)) and figures[key] > 0, key

@@ -79,6 +79,8 @@ WALKED: dict[str, list[tuple[list[str], int]]] = {
     "rekey": [(["rekey", "--passphrase-file", str(REPO / "examples" / "passphrase.txt"),
                 "--new-passphrase-file", str(REPO / "examples" / "passphrase.txt")], 0)],
     "decrypt": [(["decrypt", "--namespace", "shared", "--passphrase-file", str(REPO / "examples" / "passphrase.txt")], 0)],
+    "dashboard": [(["dashboard"], 0), (["dashboard"], 0)],
+    "report": [(["report", "--out", "{t}/report", "--note", "{id}"], 0), (["report", "--out", "{t}/report", "--lint"], 0)],
 }
 NOT_WALKED = {
     "mcp": "speaks MCP's JSON-RPC on stdio, nothing for a person to read (its tools: tests/test_mcp.py)",

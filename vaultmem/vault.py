@@ -17,11 +17,12 @@ __all__ = ["OWNER_ONLY", "Vault"]
 # notes (doctor and check_staged report on every note, gc and repair rewrite or archive any,
 # sync commits and pulls them all, the hooks and the watcher serve the whole vault; the HTTP tokens open
 # it to other callers; a namespace's encryption is set in the vault's config.yaml, and a rekey re-seals every
-# encrypted note).
+# encrypted note; the dashboard writes into the person's vault, and the report shows every namespace with
+# doctor's findings).
 OWNER_ONLY = ("doctor", "repair", "gc", "sync", "install_hook", "uninstall_hook", "check_staged",
               "lambda_estimate", "watch", "add_token", "tokens", "revoke_token", "token_for", "hook_list",
               "enable_hook", "disable_hook", "test_hook", "wait_for_hooks", "encrypt_namespace", "decrypt_namespace",
-              "rekey")
+              "rekey", "dashboard", "report")
 
 
 def _owner_only(vault: Store, operation: str) -> None:
@@ -167,6 +168,7 @@ class Vault(Store):
         _owner_only(self, "doctor")
         from .recall.catalog import doctor
         from .lifecycle.encrypt import sealed_warnings
+        from .overview.lint import keep
         from .sync.gitsync import sync_warnings
 
         report = doctor(self, strict)
@@ -175,7 +177,31 @@ class Vault(Store):
         report.warnings += [f"hook {h['name']} failed {h['failures']} times since it was enabled (last: "
                             f"{h['last_failure']['why']}); the notes were written: `vaultmem hooks list`"
                             for h in self.hook_list() if h["failures"]]
+        keep(self, report, strict)  # what `report` shows of lint (overview/lint.py)
         return report
+
+    def report(self, out: str | Path | None = None, *, note: str | None = None, now: float | None = None,
+               fresh_lint: bool = False):
+        """Write the HTML report (one self-contained file, vaultmem-report.html) into folder `out` (default:
+        the index's cache folder): strength over time (and one memory's, `note`: id, path or title), the
+        distributions, what decay takes next, the entity graph and the last lint findings (lint run now
+        when none were kept, or with fresh_lint). Returns an overview.page.Written (path, bytes)."""
+        _owner_only(self, "report")
+        from . import __version__
+        from .overview.figures import gather
+        from .overview.page import write
+
+        figures = gather(self, lambda: self.doctor(strict=True), note, now, fresh_lint)
+        return write(figures, Path(out).expanduser() if out is not None else self.index.cache_dir, __version__)
+
+    def dashboard(self, force: bool = False):
+        """Write the Obsidian dashboard into the memory root: `Memory dashboard.base` (Bases, Obsidian 1.9+) and
+        `Memory dashboard.md` (Dataview). A copy a person edited is kept unless `force`, which backs it up
+        first. Returns an overview.dashboard.Dashboard (what was done with each file)."""
+        _owner_only(self, "dashboard")
+        from .overview.dashboard import write
+
+        return write(self, force)
 
     def watch(self, **options: Any):
         """Keep the index current while notes change on disk, from a thread of this process; returns

@@ -523,6 +523,7 @@ from . import cli_consolidate  # noqa: E402,F401
 from . import cli_http  # noqa: E402,F401
 from . import cli_hooks  # noqa: E402,F401
 from . import cli_encrypt  # noqa: E402,F401
+from . import cli_overview  # noqa: E402,F401
 
 
 __all__ = ["EXIT_ERROR", "EXIT_PROBLEMS", "EXTRA_ARGS", "HELP_OPTIONS", "IdsOpt", "JsonOpt", "Rec", "Rem",
