@@ -308,3 +308,17 @@ def test_an_index_whose_last_notes_are_encrypted_compacts_and_recalls(private):
     private.index.compact()  # carried over: they must keep their place
     assert [h.content for h in private.recall("staging host")] == ["The staging host is st-04"]
     assert {h.id for h in private.recall(PHRASE, namespace="*")} == {n.id for n in sealed}
+
+
+def test_the_driver_keeps_the_encrypted_note_when_the_other_side_emptied_the_file(private, monkeypatch):
+    """One machine encrypted a note while another truncated it to nothing: the merge is the encrypted note, whole
+    (this reached an `assert` before, which `python -O` drops and which crashed the driver otherwise)."""
+    from vaultmem.sync.mergedriver import merge_notes
+    from vaultmem.sync.sealedmerge import merge_sealed
+    monkeypatch.delenv("VAULTMEM_PASSPHRASE", raising=False)
+    note = private.remember(f"The safe combination is {PHRASE}", namespace="private")
+    sealed = private.root.joinpath(note.path).read_bytes()
+    base = sealed.replace(b"```vaultmem-sealed", b"```vaultmem-sealed ")  # any earlier version
+    for ours, theirs in ((sealed, b""), (b"", sealed)):
+        merged, clean = merge_sealed(base, ours, theirs, note.path, merge_notes)
+        assert clean and merged == sealed

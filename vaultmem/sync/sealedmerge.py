@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from ..errors import MissingExtra, NoteFormatError, SealBroken, WrongPassphrase
+from ..errors import MissingExtra, NoteFormatError, SealBroken, VaultmemError, WrongPassphrase
 from ..notes.note import Note, parse_note
 from ..notes.sealed import MARKER, clear_meta, is_sealed, read_seals, sealed_note
 from ..notes.writing import render_new, update_fields
@@ -93,8 +93,12 @@ def _sealed_merge(notes: list[Note | None], path: str, merge_notes: Merge) -> by
 
 def _one_sealed(notes: list[Note | None], path: str) -> bytes:
     """One side sealed, the other plain: the sealed note, needs-verification, the plain side's text after it."""
-    sealed, plain = (notes[1], notes[2]) if is_sealed(notes[1].meta) else (notes[2], notes[1])  # type: ignore[union-attr]
-    assert sealed is not None and plain is not None
+    ours, theirs = notes[1], notes[2]
+    sealed, plain = (ours, theirs) if ours is not None and is_sealed(ours.meta) else (theirs, ours)
+    if sealed is None:
+        raise VaultmemError(f"{path}: neither side of the merge is encrypted")  # merge_sealed checked one is
+    if plain is None:
+        return sealed.text.encode("utf-8")  # the other side emptied the file: the encrypted note, nothing lost
     nl = sealed.newline
     quoted = [f"> > {line}" if line.strip() else "> >" for line in plain.body.rstrip("\r\n").split("\n")]
     callout = nl.join(["> [!warning] vaultmem: one machine encrypted this note while another changed it",
