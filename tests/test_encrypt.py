@@ -322,3 +322,34 @@ def test_the_driver_keeps_the_encrypted_note_when_the_other_side_emptied_the_fil
     for ours, theirs in ((sealed, b""), (b"", sealed)):
         merged, clean = merge_sealed(base, ours, theirs, note.path, merge_notes)
         assert clean and merged == sealed
+
+
+def test_an_export_carries_the_ciphertext_and_an_import_elsewhere_opens_with_the_passphrase(private, tmp_path):
+    """export/import move an encrypted note as it is: no plaintext in the export file, found after import."""
+    note = private.remember(f"The safe combination is {PHRASE}", namespace="private")
+    dump = tmp_path / "export.jsonl"
+    dump.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in private.export_records()),
+                    encoding="utf-8")
+    assert PHRASE.encode() not in dump.read_bytes() and b"safe combination" not in dump.read_bytes()
+    elsewhere = Vault.init(tmp_path / "elsewhere")
+    assert elsewhere.import_source(dump)["restored"] == 1
+    assert elsewhere.root.joinpath(note.path).read_bytes() == private.root.joinpath(note.path).read_bytes()
+    assert elsewhere.recall(PHRASE, namespace="*") == []  # locked: not found, nothing opened
+    elsewhere.unlock(PASS)
+    assert [h.id for h in elsewhere.recall(PHRASE, namespace="*")] == [note.id]
+
+
+def test_a_hook_is_told_of_an_encrypted_note_by_its_id_and_file_name_only(private, tmp_path):
+    from .test_hooks import events, recorder
+    hook, out = recorder(private, tmp_path)
+    with (private.state / "config.yaml").open("a", encoding="utf-8") as config:  # beside encryption.namespaces
+        config.write(f"hooks:\n  timeout: 10\n  run:\n    - {hook}\n")
+    opened = Vault(private.root)
+    opened.unlock(PASS)
+    opened.enable_hook("rec")
+    note = opened.remember(f"The safe combination is {PHRASE}", namespace="private")
+    assert opened.wait_for_hooks(20)
+    assert note.path == f"memories/Encrypted {note.id}.md"  # sealed, as the namespace's config says
+    told = events(out)
+    assert [(ev["id"], ev["action"], ev["namespace"]) for ev in told] == [(note.id, "create", "private")]
+    assert PHRASE not in out.read_text(encoding="utf-8") and "safe combination" not in out.read_text(encoding="utf-8")
