@@ -277,3 +277,12 @@ def test_report_benchmark_smoke_writes_every_figure(tmp_path):
     figures = smoke("report.py", tmp_path / "report.json")
     for key in ("notes", "events", "lint_s", "report_s", "html_mb", "report_note_s", "html_note_mb", "report_lint_s"):
         assert isinstance(figures[key], (int, float)) and figures[key] > 0, key
+
+
+@pytest.mark.skipif(not LOCOMO.exists(), reason="the LoCoMo data is not beside this checkout (../shared/data)")
+def test_engram_peer_smoke_scores_vaultmem_on_both_metrics_and_installs_nothing(tmp_path):
+    figures = smoke("engram_peer.py", tmp_path / "engram.json")
+    overall = figures["systems"]["vaultmem"]["overall"]
+    assert overall["n"] == 30 and {"R@5", "R@10", "MRR", "S@5"} <= set(overall)
+    assert all(0.0 <= overall[m] <= 1.0 for m in ("R@5", "R@10", "MRR", "S@5"))
+    assert figures["engram"]["install"].startswith("skipped")  # --smoke never installs engram
