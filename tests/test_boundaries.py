@@ -97,6 +97,7 @@ def _export_file(vault: Vault, tmp_path: Path) -> Path:
 REF_CALLS = {
     "get": lambda a, ref: a.get(ref),
     "markdown": lambda a, ref: a.markdown(ref),
+    "why": lambda a, ref: a.why(ref),
     "resolve": lambda a, ref: a.resolve(ref),
     "feedback": lambda a, ref: a.feedback(ref, "wrong"),
     "correct": lambda a, ref: a.correct(ref, "Bob's locker combination changed"),
@@ -251,6 +252,7 @@ MCP_CALLS = {
     "ask": [{"question": "What is Bob's locker combination?"}],
     "context": [{"query": "Bob locker combination"}],
     "show": "ref",
+    "why": "ref",
     "feedback": "ref",
     "forget": [{"reason": "gone", "tags": [BOB_TAG]}, {"reason": "gone", "query": SECRET}, "ref"],
 }
@@ -301,6 +303,7 @@ HERMES_CALLS = {
     "vault_remember": [{"content": "Alice keeps her own locker combination elsewhere"}],
     "vault_recall": [{"query": f"locker {SECRET}"}, {"tags": [BOB_TAG]}],
     "vault_ask": [{"question": "What is Bob's locker combination?"}],
+    "vault_why": "ref",
     "vault_feedback": "ref",
     "vault_forget": [{"reason": "gone", "tags": [BOB_TAG]}, {"reason": "gone", "query": SECRET}, "ids"],
 }

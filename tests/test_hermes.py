@@ -56,7 +56,7 @@ def call(provider: VaultmemProvider, tool: str, **args) -> dict:
 # -- tools -------------------------------------------------------------------------------------------
 def test_the_tools_write_recall_and_answer_through_the_vault(home):
     provider = started(home)
-    assert [s["name"] for s in provider.get_tool_schemas()] == ["vault_remember", "vault_recall", "vault_ask",
+    assert [s["name"] for s in provider.get_tool_schemas()] == ["vault_remember", "vault_recall", "vault_ask", "vault_why",
                                                                 "vault_feedback", "vault_forget"]
     made = call(provider, "vault_remember", content="客户张三的合同编号是 CT2024-0876", tags=["billing"],
                 lifecycle="fact", entity="张三", score=8)
@@ -101,7 +101,7 @@ def test_tool_errors_come_back_as_json_never_a_traceback(home, monkeypatch):
 @pytest.mark.parametrize("context", ["subagent", "cron", "flush"])
 def test_only_the_primary_context_writes(home, context):
     provider = started(home, context)
-    assert [s["name"] for s in provider.get_tool_schemas()] == ["vault_recall", "vault_ask"]
+    assert [s["name"] for s in provider.get_tool_schemas()] == ["vault_recall", "vault_ask", "vault_why"]
     assert "read-only" in call(provider, "vault_remember", content="Remember: the gate code is 4711")["error"]
     assert "read-only" in call(provider, "vault_feedback", id="x", verdict="useful")["error"]
     assert "read-only" in call(provider, "vault_forget", ids=["x"], reason="y")["error"]
@@ -413,7 +413,7 @@ def test_hermes_loader_and_memory_manager_drive_every_hook(hermes_venv, tmp_path
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     assert seen["discovered"]["vaultmem"] is True and seen["is_memory_provider"]
-    assert seen["tools"] == ["vault_ask", "vault_feedback", "vault_forget", "vault_recall", "vault_remember"]
+    assert seen["tools"] == ["vault_ask", "vault_feedback", "vault_forget", "vault_recall", "vault_remember", "vault_why"]
     assert seen["system_prompt"].startswith("# Long-term memory (vaultmem)")
     assert seen["remember"]["action"] == "created"
     assert seen["recall"]["results"][0]["id"] == seen["remember"]["id"]
@@ -423,7 +423,7 @@ def test_hermes_loader_and_memory_manager_drive_every_hook(hermes_venv, tmp_path
     assert seen["status"]["namespaces"] == ["coder", "shared"] and seen["status"]["last_error"] == ""
     assert seen["config_schema"] == ["vault", "namespace", "budget"]
     assert seen["backup_paths"] == [str((home / "vaultmem").resolve())]
-    assert seen["readonly_tools"] == ["vault_ask", "vault_recall"] and "read-only" in seen["readonly_remember"]["error"]
+    assert seen["readonly_tools"] == ["vault_ask", "vault_recall", "vault_why"] and "read-only" in seen["readonly_remember"]["error"]
     assert "8443" in seen["readonly_prefetch"]  # a cron context reads
     kept = memories(home / "vaultmem")
     assert {"以后都用中文回答我", "I prefer tabs over spaces", "Deploys go through ci.example.com"} <= set(kept)

@@ -78,6 +78,7 @@ ROUTES = {
     ("POST", f"{API}/forget"): (True, lambda c, ref: c.post(f"{API}/forget", json={"reason": "x", "query": "nothing like it",
                                                                                   "dry_run": True})),
     ("GET", NOTE): (False, lambda c, ref: c.get(note_url(ref))),
+    ("GET", NOTE + "/why"): (False, lambda c, ref: c.get(note_url(ref, "/why"))),
     ("POST", NOTE + "/feedback"): (True, lambda c, ref: c.post(note_url(ref, "/feedback"), json={"verdict": "useful"})),
     ("POST", NOTE + "/pin"): (True, lambda c, ref: c.post(note_url(ref, "/pin"))),
     ("DELETE", NOTE + "/pin"): (True, lambda c, ref: c.delete(note_url(ref, "/pin"))),

@@ -15,7 +15,7 @@ from vaultmem.surfaces import mcp as surface
 
 from .conftest import REPO, write_note
 
-TOOLS = {"remember", "recall", "ask", "context", "show", "feedback", "forget"}
+TOOLS = {"remember", "recall", "ask", "context", "show", "why", "feedback", "forget"}
 READERS = TOOLS - {"remember", "feedback", "forget"}
 HIT_FIELDS = {"id", "title", "content", "source", "date", "score", "tags"}
 HAND_ID = "01JDX3K8Q4W2M9ZC6T7B5N0H1A"

@@ -38,6 +38,7 @@ WALKED: dict[str, list[tuple[list[str], int]]] = {
     "context": [(["context", "张三的合同", "--budget", "200"], 0), (["context", "oat milk latte"], 0)],
     "ask": [(["ask", "张三的合同编号是多少"], 0), (["ask", "what is the coffee budget?"], 0)],
     "show": [(["show", "{id}"], 0), (["show", "Coffee order"], 0), (["show", "no such note at all"], 1)],
+    "why": [(["why", "{id}"], 0), (["why", "Coffee order"], 0), (["why", "no such note at all"], 1)],
     "list": [(["list", "--limit", "5"], 0), (["list", "--all-tags"], 0)],
     "reindex": [(["reindex"], 0)],
     "doctor": [(["doctor"], 3)],
@@ -92,7 +93,7 @@ NOT_WALKED = {
 # a pin event's note the vault no longer has (no title left to show).
 _ID = "[0-9A-HJKMNP-TV-Z]{26}"
 IDS_SHOWN = {"remember": [rf"\({_ID}\)$"], "confirm": [rf"\({_ID}\)$"], "correct": [rf"\({_ID}\)"],
-             "ask": [rf", {_ID}\)$"], "show": [rf"\bid[=:] ?{_ID}\b"], "stats": [rf"{_ID} \(gone\)"],
+             "ask": [rf", {_ID}\)$"], "show": [rf"\bid[=:] ?{_ID}\b"], "why": [rf"\bid[=:] ?{_ID}\b"], "stats": [rf"{_ID} \(gone\)"],
              "doctor": [rf"^duplicate id {_ID}:", rf"vaultmem forget {_ID} "],
              "lint": [rf"^duplicate id {_ID}:", rf"vaultmem forget {_ID} "],
              "encrypt": [rf"Encrypted {_ID}\.md$"], "rekey": [rf"Encrypted {_ID}\.md$"]}  # an encrypted note's name

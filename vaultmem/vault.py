@@ -128,6 +128,14 @@ class Vault(Store):
             return opened_memory(self, row)
         return memory_from_row(row, read_meta(self, row))
 
+    def why(self, ref: str, now: float | None = None):
+        """The story of the memory named by id, vault path or title, oldest first: its writing, merges,
+        supersedes (with the chain), commits in git (a short diff of the body each), feedback, pins,
+        forget/restore, and its strength now and in 30 days (an overview.story.Story). Raises NoteNotFound."""
+        from .overview.story import why
+
+        return why(self, ref, now)
+
     def markdown(self, ref: str) -> str:
         """The whole text of the note named by id, vault path or title, frontmatter included, as it
         is on disk now (an editor's save in progress waited out). Raises NoteNotFound."""

@@ -163,6 +163,15 @@ def note_curve(row: dict[str, Any], events: list[dict[str, Any]], config: Settin
                      times, values, shown)
 
 
+def strength_at(row: dict[str, Any], events: list[dict[str, Any]], config: Settings, times: np.ndarray,
+                now: float) -> tuple[np.ndarray, float]:
+    """The memory's effective strength at each of `times` from its own events (oldest first), and its half-life
+    in hours (its own `half_life`, else its lifecycle's)."""
+    policy = json.loads(row["policy"]) if row.get("policy") else {}
+    half_life = float(policy.get("half_life_hours") or scoring.half_life_hours(row["lifecycle"], config.half_life_hours))
+    return _strength(row, events, policy, half_life, config, times, now), half_life
+
+
 def _strength(row: dict[str, Any], events: list[dict[str, Any]], policy: dict[str, Any], half_life: float,
               config: Settings, times: np.ndarray, now: float) -> np.ndarray:
     """The note's effective strength at each time, with the events recorded up to it."""
@@ -211,4 +220,4 @@ def _detail(ev: dict[str, Any]) -> str:
     return ""
 
 
-__all__ = ["DAY", "FUTURE_DAYS", "NoteCurve", "VaultCurve", "note_curve", "read_events", "vault_curve"]
+__all__ = ["DAY", "FUTURE_DAYS", "NoteCurve", "VaultCurve", "note_curve", "read_events", "strength_at", "vault_curve"]

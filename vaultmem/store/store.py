@@ -500,11 +500,13 @@ class Store:
 
     def audit(self, events: Iterable[dict]) -> None:
         """Append events to this device's audit log, each naming the caller it was for (a surface, a
-        token's name; store/caller.py) when that is not the vault's owner at the command line."""
+        token's name; store/caller.py) when that is not the vault's owner at the command line. An event
+        without a `ts` gets the time it is logged (`vaultmem why` and `--as-of` date what happened by it)."""
         extra = self.caller.audit_fields()
         if extra:
             events = [{**event, **{k: v for k, v in extra.items() if k not in event}} for event in events]
-        events = list(events)
+        stamp = time.time()
+        events = [event if "ts" in event else {**event, "ts": stamp} for event in events]
         append_events(self.device_dir, "audit", events)
         if self.settings.hooks.run and HOOK_ENV not in os.environ:  # a hook's own writes fire none: no loops
             self.hooks.stage(events, held=self.index.writer_busy)

@@ -1,5 +1,5 @@
-"""`vaultmem dashboard` and `vaultmem report` (issue 30 items 3 and 4): the vault as a whole, to look at.
-Registered by one import line at the end of cli.py."""
+"""`vaultmem dashboard` and `vaultmem report` (issue 30 items 3 and 4): the vault as a whole, to look at; and
+`vaultmem why ID` (item 1): one memory's story. Registered by one import line at the end of cli.py."""
 
 from __future__ import annotations
 
@@ -72,3 +72,47 @@ def report(vault: VaultOpt = None,
 
 
 __all__ = ["dashboard", "report"]
+
+
+@app.command()
+def why(ref: Annotated[str, typer.Argument(metavar="ID", help="The memory's id, vault path or title.")],
+        vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
+    """Tell one memory's story, oldest first: when and by whom it was written, what merged into it, what it
+    replaced and what replaced it (the whole supersede chain), each commit that changed it in git (a short
+    diff of the text), feedback, pins, forget and restore; then its strength now and in 30 days.
+
+    \b
+    Example:
+      vaultmem why 01M4VZM6H0TGH81P9ENBTTGEQN
+      supersede chain
+    """
+    story = open_vault(vault).why(ref)
+    if json_out:
+        print_json(story.to_dict())
+        return
+    say(story.title, style="title")
+    say(f"{story.path}  id={story.id}  status={story.status}  namespace={story.namespace}", style="dim")
+    say(story.text)
+    say("")
+    for event in story.events:
+        by = f"  ({event['by']})" if event["by"] else ""
+        commit = f"  commit {event['commit'][:8]}" if "commit" in event else ""
+        say(f"{event['when'][:16].replace('T', ' ')}  {event['what']}{by}{commit}")
+        if event.get("text"):
+            say(f"                  “{event['text']}”", style="dim")
+        for line in event.get("diff", []):
+            say(f"                  {line}", style="dim")
+    if story.chain:
+        say("")
+        say("supersede chain, oldest first:", style="title")
+        for link in story.chain:
+            mark = "→" if link.get("this") else " "
+            say(f" {mark} {link['timestamp'][:10]}  {link['status']:<11} {link['title']}"
+                + ("  (this one)" if link.get("this") else ""))
+    s = story.strength
+    last = f", last used {s['last_access'][:16].replace('T', ' ')}" if s["last_access"] else ", never recalled"
+    life = "never fades" if s["half_life_hours"] == float("inf") else f"half-life {s['half_life_hours']:g} h"
+    say("")
+    say(f"strength: score {s['score']:g}, {s['lifecycle'] or 'default'} ({life}), used {s['uses']} times{last}")
+    say(f"          effective {s['effective']:.3f} now, {s['in_30_days']:.3f} in 30 days without use")
+    say(story.git, style="dim")

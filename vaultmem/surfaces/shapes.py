@@ -136,5 +136,21 @@ class Answered(TypedDict):
 Shown = TypedDict("Shown", typing.get_type_hints(Memory))
 
 
+class Told(TypedDict):
+    """Story.to_dict() (`why`): events oldest first, each {ts, when, kind, what, by} and, as they apply,
+    text, commit, diff, other; the supersede chain oldest first; strength now and in 30 days."""
+
+    id: str
+    title: str
+    path: str
+    namespace: str
+    status: str
+    text: str
+    events: list[dict[str, typing.Any]]
+    chain: list[dict[str, typing.Any]]
+    strength: dict[str, typing.Any]
+    git: str
+
+
 __all__ = ["Answered", "Candidate", "ContextLine", "FeedbackEvent", "FeedbackGiven", "ForgetDone", "ForgottenNote",
-           "LeftAlone", "Remembered", "Shown", "TypedDict", "Woven"]
+           "LeftAlone", "Remembered", "Shown", "Told", "TypedDict", "Woven"]

@@ -415,7 +415,7 @@ def _finish_merge(vault: Vault, repo: Path, identity: list[str]) -> list[dict[st
         info, path = entry.split("\t", 1)
         _mode, sha, stage = info.split()
         stages.setdefault(path, {})[int(stage)] = sha
-    blobs = _blobs(repo, {sha for held in stages.values() for sha in held.values()})
+    blobs = read_blobs(repo, {sha for held in stages.values() for sha in held.values()})
     settled: list[dict[str, str]] = []
     left: list[str] = []
     twins = False
@@ -458,7 +458,7 @@ def _finish_merge(vault: Vault, repo: Path, identity: list[str]) -> list[dict[st
     return settled
 
 
-def _blobs(repo: Path, shas: set[str]) -> dict[str, bytes]:
+def read_blobs(repo: Path, shas: set[str]) -> dict[str, bytes]:
     """Each blob's bytes, read through one `git cat-file --batch`."""
     if not shas:
         return {}
@@ -497,4 +497,4 @@ def _has_identity(repo: Path) -> bool:
 
 
 __all__ = ["GitError", "SYNC_LOCK", "SetUp", "Target", "attributes_text", "clear_stale_locks", "driver_command",
-           "driver_configured", "missing_set_up", "repository", "run_git", "set_up", "sync", "sync_warnings"]
+           "driver_configured", "missing_set_up", "read_blobs", "repository", "run_git", "set_up", "sync", "sync_warnings"]

@@ -347,7 +347,7 @@ class Writer:
             if self._on_disk(row["path"]):
                 old = self._remember_row(row)
                 self.flight.notes.load(old.path, old.sha)
-                self._retire(old, known.title)
+                self._retire(old, known.title, known.id)
 
     # -- outcomes ------------------------------------------------------------------------------------
     def _result(self, action: str, known: Known, draft: Draft, score: float,
@@ -428,7 +428,7 @@ class Writer:
                        meta["score"])
         self.seen.track(known, draft, self.settings)
         if old is not None:
-            self._retire(old, title)
+            self._retire(old, title, meta["id"], meta["timestamp"])
         draft.decided(f"new note; supersedes {old.path}" if old else "new note")
         self._log(draft, title, "created", meta["id"])
         result = self._result("created", known, draft, meta["score"], old.id if old else None)
@@ -476,19 +476,23 @@ class Writer:
             self.flight.notes.flush()
         return rec.path
 
-    def _retire(self, old: Known, new_title: str) -> None:
+    def _retire(self, old: Known, new_title: str, new_id: str, when: dt.datetime | None = None) -> None:
         """Mark the superseded note (kept, linked both ways) and forget it as a merge target."""
         self.flight.notes.edit(old.path, lambda meta, body: ({
             "status": "superseded", "superseded_by": f"[[{new_title}]]",
             "version": bump_version(meta.get("version"), self.vault.device)}, None))
         self.flight.changes(old.path)
         self.seen.known[old.path] = replace(old, status="superseded")
-        self.flight.audit.append({"event": "supersede", "id": old.id, "path": old.path})
+        event = {"event": "supersede", "id": old.id, "path": old.path, "by": new_id, "title": new_title}
+        if when is not None:  # the time of the write that retired it (a backdated import's own)
+            event["ts"] = when.timestamp()
+        self.flight.audit.append(event)
 
     def _log(self, draft: Draft, title: str, action: str, note_id: str) -> None:
         if self.settings.episodes and self._public(draft.meta["namespace"]):
             self.flight.episodes.append(EpisodeLine(draft.meta["timestamp"], title, draft.meta["source"]))
-        event = {"event": "remember", "action": action, "id": note_id, "title": title}
+        event = {"event": "remember", "action": action, "id": note_id, "title": title,
+                 "ts": draft.meta["timestamp"].timestamp(), "source": draft.meta["source"]}
         if draft.redacted:
             event["redacted"] = sorted(set(draft.redacted))
         self.flight.audit.append(event)

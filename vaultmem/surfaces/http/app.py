@@ -31,7 +31,7 @@ from .models import (AskQuery, ChangesQuery, ChangesShape, ContextQuery, ForgetW
 from .pool import pooled
 from .queries import QueryModel
 from .storeroutes import store_routes
-from ..shapes import Answered, FeedbackGiven, ForgetDone, Remembered, Shown, Woven
+from ..shapes import Answered, FeedbackGiven, ForgetDone, Remembered, Shown, Told, Woven
 
 __all__ = ["API", "DEFAULT_SOURCE", "RESCAN_S", "build_app", "from_environment"]
 
@@ -194,6 +194,13 @@ def _note_routes(app: FastAPI, Reader: Any, Writer: Any) -> None:
     def restore(ref: str, view: Writer) -> dict:
         """Bring an archived memory back with the status it had."""
         return view.restore(ref).to_dict()
+
+    @app.get(note + "/why", response_model=Told, tags=["read"])
+    @pooled
+    def why(ref: str, view: Reader) -> dict:
+        """One memory's story, oldest first (its writing, merges, supersedes, commits, feedback, pins,
+        forget/restore) and its strength now and in 30 days: `vaultmem why`."""
+        return view.why(ref).to_dict()
 
     @app.get(note, response_model=Shown, tags=["read"])
     @pooled

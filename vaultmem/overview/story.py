@@ -1,0 +1,274 @@
+"""`vaultmem why ID`: one memory's story, oldest first, put together from what the vault already holds.
+
+Its audit events (written, merged, superseded, forgotten, restored, confirmed, encrypted) from every device's
+audit log; its feedback, pins and decay from the events logs (a byte search for its id, so the cost follows
+this note's lines, not the vault's); the supersede chain from the notes' own `supersedes` / `superseded_by`;
+the commits that changed its file, when the vault is in a git repository (`git log --follow`, bounded to
+MAX_COMMITS, and one `git cat-file --batch` for the versions, whose bodies are compared here); and its strength
+now and a month from now, by the report's replay (overview/history.py). Without git the story says so.
+An encrypted note's text is never shown without the passphrase (nor its versions' diffs).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import NoteNotFound, VaultmemError
+from ..notes.note import extract_links, parse_note
+from ..recall.hindsight import ranking_config
+from ..store.events import events_naming
+from ..sync.gitsync import read_blobs, run_git
+from .history import DAY, strength_at
+
+if TYPE_CHECKING:
+    from ..store.store import Store
+
+MAX_COMMITS = 100  # commits of one note read from git: its newest ones
+MAX_DIFF_LINES = 12  # lines of a body diff shown per commit
+MAX_CHAIN = 20  # notes followed each way along a supersede chain
+SNIPPET = 160  # characters of a note's text shown
+SEALED_TEXT = "(encrypted: give the passphrase to read it)"
+_STATUS_EVENTS = {"forget": "forgotten", "gc": "forgotten by gc", "restore": "restored", "confirm": "confirmed",
+                  "encrypt": "encrypted", "decrypt": "decrypted", "rekey": "sealed under a new passphrase"}
+_EVENT_WORDS = {"pin": "pinned", "unpin": "unpinned"}
+
+
+@dataclass
+class Story:
+    """A memory's history, oldest first, and its strength now (what `vaultmem why` prints)."""
+
+    id: str
+    title: str
+    path: str
+    namespace: str
+    status: str
+    text: str
+    events: list[dict[str, Any]] = field(default_factory=list)  # {ts, when, kind, what, by, diff?}
+    chain: list[dict[str, Any]] = field(default_factory=list)   # the supersede chain, oldest first
+    strength: dict[str, Any] = field(default_factory=dict)
+    git: str = ""  # how git was read, or why it was not
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "title": self.title, "path": self.path, "namespace": self.namespace,
+                "status": self.status, "text": self.text, "events": [dict(e) for e in self.events],
+                "chain": [dict(c) for c in self.chain], "strength": dict(self.strength), "git": self.git}
+
+
+def why(vault: Store, ref: str, now: float | None = None) -> Story:
+    """The story of the memory named by id, path or title, as far as the caller may see it (Store.resolve).
+
+    Raises NoteNotFound (also for another namespace's note), UnsafePath, AmbiguousNote."""
+    row = vault.resolve(ref)
+    if row["kind"] != "memory":
+        raise VaultmemError(f"{row['path']} is not a memory (it is a {row['kind']} note): why tells a memory's story")
+    stamp = time.time() if now is None else now
+    sealed = row["type"] == "encrypted" and vault.keyring.passphrase() is None
+    meta, body = _note(vault, row)
+    story = Story(row["id"], row["title"], row["path"], row["namespace"], row["status"],
+                  SEALED_TEXT if sealed else _snippet(body, 4 * SNIPPET))
+    audit = events_naming(vault.state / "devices", "audit", row["id"])
+    logged = events_naming(vault.state / "devices", "events", row["id"])
+    story.events = _audit_story(vault, row, audit, body if not sealed else SEALED_TEXT)
+    story.events += _use_story([e for _, e in logged if e.get("id") == row["id"]])
+    commits, story.git = _git_story(vault, row, sealed)
+    story.events += commits
+    story.events.sort(key=lambda e: (e["ts"], e["kind"] != "created", e["order"]))  # written, then what it did
+    for event in story.events:
+        event.pop("order", None)
+    story.chain = _chain(vault, row, meta)
+    story.strength = _strength(vault, row, [e for _, e in logged if e.get("id") == row["id"]], stamp)
+    return story
+
+
+def _note(vault: Store, row: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    try:
+        note = parse_note((vault.root / row["path"]).read_bytes(), row["path"])
+    except (OSError, VaultmemError):
+        return {}, row.get("body") or ""
+    return note.meta, note.body
+
+
+def _when(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
+
+
+def _event(ts: float, kind: str, what: str, by: str = "", order: int = 0, **extra: Any) -> dict[str, Any]:
+    return {"ts": round(float(ts), 3), "when": _when(ts), "kind": kind, "what": what, "by": by, "order": order,
+            **extra}
+
+
+def _snippet(text: str, limit: int = SNIPPET) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
+
+
+def _who(device: str, event: dict[str, Any]) -> str:
+    """Who an audit event says did it: the source or caller it names, and the device."""
+    parts = [str(event[k]) for k in ("source", "caller") if isinstance(event.get(k), str) and event[k]]
+    if isinstance(event.get("user"), str) and event["user"]:
+        parts.append(f"user {event['user']}")
+    return ", ".join([*dict.fromkeys(parts), f"device {device}"])
+
+
+def _audit_story(vault: Store, row: dict[str, Any], audit: list[tuple[str, dict[str, Any]]],
+                 text: str) -> list[dict[str, Any]]:
+    """The audit events of this note, in words; a note with no record of its writing starts at its timestamp."""
+    found: list[dict[str, Any]] = []
+    for order, (device, ev) in enumerate(audit):
+        ts = float(ev["ts"]) if isinstance(ev.get("ts"), (int, float)) else None
+        kind = ev.get("event")
+        if ts is None:  # logged before events carried their time: placed by the note's own
+            ts = float(row["ts"])
+        mine = ev.get("id") == row["id"]
+        if kind == "remember" and mine and ev.get("action") == "created":
+            found.append(_event(ts, "created", "written", _who(device, ev), order, text=_snippet(text, 4 * SNIPPET)))
+        elif kind == "remember" and mine and ev.get("action") == "merged":
+            found.append(_event(ts, "merged", "a restatement or the same value merged into it", _who(device, ev), order))
+        elif kind == "supersede" and mine:
+            found.append(_event(ts, "superseded", f"superseded by “{ev.get('title', '')}”", _who(device, ev), order,
+                                other=ev.get("by", "")))
+        elif kind == "supersede" and ev.get("by") == row["id"]:
+            found.append(_event(ts, "supersedes", f"replaced “{_title_of(vault, ev)}”", _who(device, ev), order,
+                                other=ev["id"]))
+        elif kind in _STATUS_EVENTS and mine:
+            reason = f": {ev['reason']}" if isinstance(ev.get("reason"), str) and ev["reason"] else ""
+            found.append(_event(ts, kind, _STATUS_EVENTS[kind] + reason, _who(device, ev), order))
+        elif kind == "edit" and mine and ev.get("because") not in ("pin", "unpin"):  # a pin is told by its event
+            fields = ", ".join(map(str, ev.get("fields") or []))
+            found.append(_event(ts, "edited", f"properties {fields} changed by {ev.get('because', 'vaultmem')}",
+                                _who(device, ev), order))
+    if not any(e["kind"] == "created" for e in found):
+        found.insert(0, _event(float(row["ts"]), "created", "written (no audit record of it: by hand, by an import "
+                               "or before vaultmem logged writes; the time is the note's timestamp)",
+                               str(row.get("source") or ""), -1, text=_snippet(text, 4 * SNIPPET)))
+    return found
+
+
+def _title_of(vault: Store, ev: dict[str, Any]) -> str:
+    """The title of a note an event names, by its path (the note may have moved or gone since)."""
+    path = str(ev.get("path") or "")
+    return path.rsplit("/", 1)[-1].removesuffix(".md") or str(ev.get("id", ""))
+
+
+def _use_story(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Feedback, pins and decay one by one; uses summed up at the first of them."""
+    found: list[dict[str, Any]] = []
+    uses = sorted(float(e["ts"]) for e in events if e["event"] == "access")
+    if uses:
+        found.append(_event(uses[0], "used", f"recalled {len(uses)} time{'s' if len(uses) != 1 else ''}, the last "
+                            f"on {_when(uses[-1])[:10]}", order=10**6))
+    for order, ev in enumerate(events):
+        if ev["event"] == "feedback":
+            note = f" ({ev['note']})" if isinstance(ev.get("note"), str) and ev["note"] else ""
+            found.append(_event(ev["ts"], "feedback", f"feedback: {ev['verdict']}{note}", order=order))
+        elif ev["event"] in _EVENT_WORDS:
+            found.append(_event(ev["ts"], ev["event"], _EVENT_WORDS[ev["event"]], order=order))
+        elif ev["event"] == "decay":
+            found.append(_event(ev["ts"], "decay", f"weakened × {float(ev['factor']):g}", order=order))
+    return found
+
+
+def _git_story(vault: Store, row: dict[str, Any], sealed: bool) -> tuple[list[dict[str, Any]], str]:
+    """The commits that changed the note's file (its newest MAX_COMMITS), each with a short diff of its body:
+    one `git log --follow --raw` for the commits and their blobs, one `git cat-file --batch` for the blobs."""
+    if shutil.which("git") is None:
+        return [], "git is not installed: the story is the audit log's alone"
+    done = run_git(vault.root, "log", "--follow", f"-n{MAX_COMMITS}", "--no-abbrev", "--raw", "--no-color",
+                   "--format=%x1e%H%x1f%ct%x1f%an%x1f%s", "--", row["path"], check=False)
+    if done.returncode != 0:
+        return [], "the vault is not in a git repository: the story is the audit log's alone (no edits by hand)"
+    commits = [_commit(chunk) for chunk in done.stdout.split("\x1e")[1:]]
+    if not commits:
+        return [], "in git, but no commit holds this note yet"
+    top = run_git(vault.root, "rev-parse", "--show-toplevel").stdout.strip()
+    shas = {sha for c in commits for sha in (c["old"], c["new"]) if sha.strip("0")}
+    texts = {sha: _body(data) for sha, data in read_blobs(Path(top), shas).items()}
+    found = []
+    for order, c in enumerate(reversed(commits)):
+        before, after = texts.get(c["old"]), texts.get(c["new"])
+        what = {"A": "first committed", "D": "removed in git"}.get(c["status"][:1], "changed in git")
+        event = _event(c["ts"], "commit", f"{what}: {c['subject']}", c["author"], order, commit=c["sha"][:12])
+        if not sealed and before is not None and after is not None:
+            event["diff"] = _diff(before, after)
+        found.append(event)
+    more = " (the newest of them)" if len(commits) == MAX_COMMITS else ""
+    return found, f"git: {len(commits)} commit{'s' if len(commits) != 1 else ''} of this note{more}"
+
+
+def _commit(chunk: str) -> dict[str, Any]:
+    """One commit of `git log --raw`'s output: its header and the note's line (`:mode mode old new status\tpath`)."""
+    head, _, rest = chunk.partition("\n")
+    sha, ct, author, subject = (head.split("\x1f") + ["", "", "", ""])[:4]
+    raw = next((line for line in rest.splitlines() if line.startswith(":")), "")
+    parts = raw.split("\t", 1)[0].split()
+    old, new, status = (parts[2:5] if len(parts) >= 5 else ["", "", "M"])
+    return {"sha": sha, "ts": float(ct or 0), "author": author, "subject": subject, "old": old, "new": new,
+            "status": status}
+
+
+def _body(data: bytes) -> str:
+    try:
+        return parse_note(data).body
+    except VaultmemError:
+        return data.decode("utf-8", "replace")
+
+
+def _diff(before: str, after: str) -> list[str]:
+    """The body lines a commit removed and added (at most MAX_DIFF_LINES); [] when the body did not change."""
+    lines = [line for line in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
+             if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    return [_snippet(line, SNIPPET) for line in lines[:MAX_DIFF_LINES]] + (
+        [f"… {len(lines) - MAX_DIFF_LINES} more lines"] if len(lines) > MAX_DIFF_LINES else [])
+
+
+def _chain(vault: Store, row: dict[str, Any], meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """The notes this one replaced and that replaced it, followed each way, oldest first (this one marked).
+    A note the caller may not see, or that is gone, ends the chain on that side."""
+    older, newer = _follow(vault, meta, "supersedes"), _follow(vault, meta, "superseded_by")
+    if not older and not newer:
+        return []
+    here = {"id": row["id"], "title": row["title"], "timestamp": _when(float(row["ts"])), "status": row["status"],
+            "this": True}
+    return [*reversed(older), here, *newer]
+
+
+def _follow(vault: Store, meta: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    found, seen = [], set()
+    while len(found) < MAX_CHAIN:
+        links = extract_links(meta.get(key)) if isinstance(meta.get(key), str) else []
+        if not links:
+            break
+        try:
+            other = vault.resolve(links[0].split("|")[0])
+        except (NoteNotFound, VaultmemError):
+            break
+        if other["id"] in seen:
+            break
+        seen.add(other["id"])
+        meta, body = _note(vault, other)
+        sealed = other["type"] == "encrypted" and vault.keyring.passphrase() is None
+        found.append({"id": other["id"], "title": other["title"], "timestamp": _when(float(other["ts"])),
+                      "status": other["status"], "text": SEALED_TEXT if sealed else _snippet(body)})
+    return found
+
+
+def _strength(vault: Store, row: dict[str, Any], events: list[dict[str, Any]], now: float) -> dict[str, Any]:
+    """Its effective strength now and 30 days on without further use, as recall would rate it."""
+    events = sorted(events, key=lambda e: float(e.get("ts", 0)))
+    config = ranking_config(vault)
+    (today, month), half_life = strength_at(row, events, config, np.array([now, now + 30 * DAY]), now)
+    uses = [float(e["ts"]) for e in events if e["event"] == "access"]
+    return {"score": float(row["score"]), "lifecycle": row["lifecycle"] or "", "half_life_hours": half_life,
+            "uses": len(uses), "last_access": _when(max(uses)) if uses else "", "effective": round(float(today), 4),
+            "in_30_days": round(float(month), 4)}
+
+
+__all__ = ["MAX_COMMITS", "Story", "why"]
