@@ -15,7 +15,6 @@ import datetime as dt
 import difflib
 import shutil
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,8 +24,10 @@ from ..errors import NoteNotFound, VaultmemError
 from ..notes.note import extract_links, parse_note
 from ..recall.hindsight import ranking_config
 from ..store.events import events_naming
+from ..store.index.records import SEALED_TYPE
 from ..sync.gitsync import read_blobs, run_git
 from .history import DAY, strength_at
+from .storydata import Story
 
 if TYPE_CHECKING:
     from ..store.store import Store
@@ -41,27 +42,6 @@ _STATUS_EVENTS = {"forget": "forgotten", "gc": "forgotten by gc", "restore": "re
 _EVENT_WORDS = {"pin": "pinned", "unpin": "unpinned"}
 
 
-@dataclass
-class Story:
-    """A memory's history, oldest first, and its strength now (what `vaultmem why` prints)."""
-
-    id: str
-    title: str
-    path: str
-    namespace: str
-    status: str
-    text: str
-    events: list[dict[str, Any]] = field(default_factory=list)  # {ts, when, kind, what, by, diff?}
-    chain: list[dict[str, Any]] = field(default_factory=list)   # the supersede chain, oldest first
-    strength: dict[str, Any] = field(default_factory=dict)
-    git: str = ""  # how git was read, or why it was not
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "title": self.title, "path": self.path, "namespace": self.namespace,
-                "status": self.status, "text": self.text, "events": [dict(e) for e in self.events],
-                "chain": [dict(c) for c in self.chain], "strength": dict(self.strength), "git": self.git}
-
-
 def why(vault: Store, ref: str, now: float | None = None) -> Story:
     """The story of the memory named by id, path or title, as far as the caller may see it (Store.resolve).
 
@@ -70,22 +50,28 @@ def why(vault: Store, ref: str, now: float | None = None) -> Story:
     if row["kind"] != "memory":
         raise VaultmemError(f"{row['path']} is not a memory (it is a {row['kind']} note): why tells a memory's story")
     stamp = time.time() if now is None else now
-    sealed = row["type"] == "encrypted" and vault.keyring.passphrase() is None
+    sealed = _locked(vault, row)
     meta, body = _note(vault, row)
     story = Story(row["id"], row["title"], row["path"], row["namespace"], row["status"],
                   SEALED_TEXT if sealed else _snippet(body, 4 * SNIPPET))
     audit = events_naming(vault.state / "devices", "audit", row["id"])
     logged = events_naming(vault.state / "devices", "events", row["id"])
-    story.events = _audit_story(vault, row, audit, body if not sealed else SEALED_TEXT)
-    story.events += _use_story([e for _, e in logged if e.get("id") == row["id"]])
+    used = [e for _, e in logged if e.get("id") == row["id"]]  # a byte search can also match another field
+    story.events = _audit_story(row, audit, body if not sealed else SEALED_TEXT)
+    story.events += _use_story(used)
     commits, story.git = _git_story(vault, row, sealed)
     story.events += commits
     story.events.sort(key=lambda e: (e["ts"], e["kind"] != "created", e["order"]))  # written, then what it did
     for event in story.events:
         event.pop("order", None)
     story.chain = _chain(vault, row, meta)
-    story.strength = _strength(vault, row, [e for _, e in logged if e.get("id") == row["id"]], stamp)
+    story.strength = _strength(vault, row, used, stamp)
     return story
+
+
+def _locked(vault: Store, row: dict[str, Any]) -> bool:
+    """An encrypted note this Vault has no passphrase for: its text is not shown."""
+    return row["type"] == SEALED_TYPE and vault.keyring.passphrase() is None
 
 
 def _note(vault: Store, row: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -118,7 +104,7 @@ def _who(device: str, event: dict[str, Any]) -> str:
     return ", ".join([*dict.fromkeys(parts), f"device {device}"])
 
 
-def _audit_story(vault: Store, row: dict[str, Any], audit: list[tuple[str, dict[str, Any]]],
+def _audit_story(row: dict[str, Any], audit: list[tuple[str, dict[str, Any]]],
                  text: str) -> list[dict[str, Any]]:
     """The audit events of this note, in words; a note with no record of its writing starts at its timestamp."""
     found: list[dict[str, Any]] = []
@@ -136,7 +122,7 @@ def _audit_story(vault: Store, row: dict[str, Any], audit: list[tuple[str, dict[
             found.append(_event(ts, "superseded", f"superseded by “{ev.get('title', '')}”", _who(device, ev), order,
                                 other=ev.get("by", "")))
         elif kind == "supersede" and ev.get("by") == row["id"]:
-            found.append(_event(ts, "supersedes", f"replaced “{_title_of(vault, ev)}”", _who(device, ev), order,
+            found.append(_event(ts, "supersedes", f"replaced “{_title_of(ev)}”", _who(device, ev), order,
                                 other=ev["id"]))
         elif kind in _STATUS_EVENTS and mine:
             reason = f": {ev['reason']}" if isinstance(ev.get("reason"), str) and ev["reason"] else ""
@@ -152,7 +138,7 @@ def _audit_story(vault: Store, row: dict[str, Any], audit: list[tuple[str, dict[
     return found
 
 
-def _title_of(vault: Store, ev: dict[str, Any]) -> str:
+def _title_of(ev: dict[str, Any]) -> str:
     """The title of a note an event names, by its path (the note may have moved or gone since)."""
     path = str(ev.get("path") or "")
     return path.rsplit("/", 1)[-1].removesuffix(".md") or str(ev.get("id", ""))
@@ -254,9 +240,8 @@ def _follow(vault: Store, meta: dict[str, Any], key: str) -> list[dict[str, Any]
             break
         seen.add(other["id"])
         meta, body = _note(vault, other)
-        sealed = other["type"] == "encrypted" and vault.keyring.passphrase() is None
         found.append({"id": other["id"], "title": other["title"], "timestamp": _when(float(other["ts"])),
-                      "status": other["status"], "text": SEALED_TEXT if sealed else _snippet(body)})
+                      "status": other["status"], "text": SEALED_TEXT if _locked(vault, other) else _snippet(body)})
     return found
 
 

@@ -1,7 +1,8 @@
 """The JSON shapes of the library's results (their `to_dict()` forms) as TypedDicts, which the MCP and
 HTTP servers publish as schemas (the MCP tools' outputSchema, the HTTP API's OpenAPI document).
 
-Shown is made from the Memory dataclass's own fields, so its published schema cannot drift from it.
+Shown and Told are made from the Memory and Story dataclasses' own fields, so their published schemas cannot
+drift from them.
 No SDK here: pydantic reads these when a server is built.
 """
 
@@ -13,6 +14,7 @@ except ImportError:  # no server extra either: the server's entry point says whi
     from typing import TypedDict
 
 from .. import Memory
+from ..overview.storydata import Story
 
 
 class Remembered(TypedDict):
@@ -136,20 +138,9 @@ class Answered(TypedDict):
 Shown = TypedDict("Shown", typing.get_type_hints(Memory))
 
 
-class Told(TypedDict):
-    """Story.to_dict() (`why`): events oldest first, each {ts, when, kind, what, by} and, as they apply,
-    text, commit, diff, other; the supersede chain oldest first; strength now and in 30 days."""
-
-    id: str
-    title: str
-    path: str
-    namespace: str
-    status: str
-    text: str
-    events: list[dict[str, typing.Any]]
-    chain: list[dict[str, typing.Any]]
-    strength: dict[str, typing.Any]
-    git: str
+# Story.to_dict() (`why`): events oldest first, each {ts, when, kind, what, by} and, as they apply, text,
+# commit, diff, other; the supersede chain oldest first; strength now and in 30 days
+Told = TypedDict("Told", typing.get_type_hints(Story))
 
 
 __all__ = ["Answered", "Candidate", "ContextLine", "FeedbackEvent", "FeedbackGiven", "ForgetDone", "ForgottenNote",
