@@ -11,6 +11,7 @@ Later segments win over earlier ones for the same id; `compact` folds them into 
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -84,18 +85,18 @@ class Vectors:
         if not ids:
             return
         rows, scale = _quantise(vectors)
-        self.folder.mkdir(parents=True, exist_ok=True)
-        segments = self._segments()
-        number = int(segments[-1].stem.split("-")[1]) + 1 if segments else 0
-        self._write(self.folder / _SEGMENT.format(number), ids, hashes, rows, scale)
+        self._write(self._segments(), ids, hashes, rows, scale)
         self._load()
 
-    def _write(self, path: Path, ids: list[str], hashes: list[str], rows: np.ndarray, scale: np.ndarray) -> None:
-        tmp = path.with_suffix(".tmp")
-        with open(tmp, "wb") as out:
-            np.savez(out, ids=np.array(ids, dtype=str), hashes=np.array(hashes, dtype=str), rows=rows, scale=scale)
-        atomic_write(path, tmp.read_bytes())
-        tmp.unlink()
+    def _write(self, segments: list[Path], ids: list[str], hashes: list[str], rows: np.ndarray,
+               scale: np.ndarray) -> None:
+        """One new segment after `segments` (the folder's, as listed), written whole in memory and then
+        atomically: no half-written segment, and no temp file left behind by a crash."""
+        number = int(segments[-1].stem.split("-")[1]) + 1 if segments else 0
+        self.folder.mkdir(parents=True, exist_ok=True)
+        data = io.BytesIO()
+        np.savez(data, ids=np.array(ids, dtype=str), hashes=np.array(hashes, dtype=str), rows=rows, scale=scale)
+        atomic_write(self.folder / _SEGMENT.format(number), data.getvalue())
 
     def keep(self, ids: Iterable[str]) -> None:
         """Drop the rows of notes no longer there (forgotten, deleted, encrypted), then compact."""
@@ -111,11 +112,8 @@ class Vectors:
         self._load()
         keep = list(range(len(self._ids))) if keep is None else keep
         old = self._segments()
-        number = int(old[-1].stem.split("-")[1]) + 1 if old else 0
-        self.folder.mkdir(parents=True, exist_ok=True)
         rows = self._rows[keep] if len(keep) else np.zeros((0, max(self._rows.shape[1], 1)), dtype=np.int8)
-        self._write(self.folder / _SEGMENT.format(number), [self._ids[i] for i in keep],
-                    [self._hashes[i] for i in keep], rows, self._scale[keep])
+        self._write(old, [self._ids[i] for i in keep], [self._hashes[i] for i in keep], rows, self._scale[keep])
         for path in old:
             os.unlink(path)
         self._load()
