@@ -55,26 +55,29 @@ class Then:
 
     moment: float
     snap: Snapshot
-    dated: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> the hit's as_of (see `told`)
+    dated: dict[str, list] = field(default_factory=dict)  # id -> [dated by, written (POSIX s), status then, text]
     old: list[tuple[dict[str, Any], Record]] = field(default_factory=list)  # (index row as then, record then)
     born: dict[str, float] = field(default_factory=dict)  # id -> when it was written (every note of the vault)
     git: str = ""  # what git could say, in words
 
     def told(self, note_id: str) -> dict[str, Any]:
         """What a hit says of the moment: the date asked, what dated the note, its status then, its text's source."""
-        return {"date": _iso(self.moment), **self.dated.get(note_id, {})}
+        told: dict[str, Any] = {"date": _iso(self.moment)}
+        if note_id in self.dated:
+            by, when, status, text = self.dated[note_id]
+            told.update(dated_by=by, written=_iso(when), status=status, text=text)
+        return told
 
 
 def past(vault: Store, snap: Snapshot, moment: float) -> Then:
     """The vault of `snap` as it stood at `moment` (POSIX seconds)."""
-    rows = [r for r in vault.index.select_notes("1", columns=_ROW_COLUMNS) if int(r["doc"]) < snap.size]
+    rows = _rows(vault, snap)
     written, marks = _audit(vault)
     _undated_supersedes(vault, snap, rows, written, marks)
     live = snap.live.copy()
     status_codes = snap.codes["status"].copy()
     vocab = list(snap.vocab["status"])
     then = Then(moment, snap)
-    changed = {}
     for row in rows:
         doc, note_id = int(row["doc"]), row["id"]
         if not live[doc]:
@@ -88,8 +91,7 @@ def past(vault: Store, snap: Snapshot, moment: float) -> Then:
         status = _status_then(marks.get(note_id, []), now_status, moment)
         if status != now_status:
             status_codes[doc] = _code(vocab, status)
-            changed[note_id] = status
-        then.dated[note_id] = {"dated_by": by, "written": _iso(when), "status": status, "text": "today's"}
+        then.dated[note_id] = [by, when, status, "today's"]
     by_path = {r["path"]: r for r in rows if live[int(r["doc"])]}
     old, then.git = _git_then(vault, moment, by_path)
     for path, (commit, rec) in old.items():
@@ -97,14 +99,23 @@ def past(vault: Store, snap: Snapshot, moment: float) -> Then:
         if rec.id != row["id"] or rec.type == SEALED_TYPE:  # another note held the path then, or it was encrypted
             continue
         live[int(row["doc"])] = False  # ranked by its text then, apart (Then.old)
-        status = then.dated[row["id"]]["status"]
+        status = then.dated[row["id"]][2]
         then.old.append(({**row, "status": status if status != _ACTIVE else ""}, rec))
-        then.dated[row["id"]]["text"] = f"git {commit[:12]} (edited since)"
+        then.dated[row["id"]][3] = f"git {commit[:12]} (edited since)"
     doc_of = {r["id"]: int(r["doc"]) for r in rows}
     replayed = Replay(snap, read_events(vault), doc_of).until(moment)
     then.snap = replace(replayed, live=live, codes={**snap.codes, "status": status_codes},
                         vocab={**snap.vocab, "status": vocab}, memo={})
     return then
+
+
+def _rows(vault: Store, snap: Snapshot) -> list[dict[str, Any]]:
+    """The index rows of the snapshot's notes, read once per snapshot (a long-lived process asks again)."""
+    rows = snap.memo.get("as_of_rows")
+    if rows is None:
+        rows = [r for r in vault.index.select_notes("1", columns=_ROW_COLUMNS) if int(r["doc"]) < snap.size]
+        snap.memo["as_of_rows"] = rows
+    return rows
 
 
 def _iso(ts: float) -> str:
