@@ -61,6 +61,11 @@ def why(vault: Store, ref: str, now: float | None = None) -> Story:
     story.events += _use_story(used)
     commits, story.git = _git_story(vault, row, row["type"] == SEALED_TYPE)  # a diff of ciphertext tells nothing
     story.events += commits
+    first = next((e.pop("first_text") for e in commits if "first_text" in e), None)
+    if first is not None:  # the note's text now may be an edit's: the written event tells what git first held
+        for event in story.events:
+            if event["kind"] == "created" and "text" in event:
+                event["text"] = first
     story.events.sort(key=lambda e: (e["ts"], e["kind"] != "created", e["order"]))  # written, then what it did
     for event in story.events:
         event.pop("order", None)
@@ -193,6 +198,8 @@ def _git_story(vault: Store, row: dict[str, Any], sealed: bool) -> tuple[list[di
         event = _event(c["ts"], "commit", f"{what}: {c['subject']}", c["author"], order, commit=c["sha"][:12])
         if not sealed and before is not None and after is not None:
             event["diff"] = _diff(before, after)
+        if not sealed and order == 0 and c["status"][:1] == "A" and after is not None:
+            event["first_text"] = _snippet(after, 4 * SNIPPET)  # its text as written, before any later edit
         found.append(event)
     more = " (the newest of them)" if len(commits) == MAX_COMMITS else ""
     return found, f"git: {len(commits)} commit{'s' if len(commits) != 1 else ''} of this note{more}"
