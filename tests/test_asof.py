@@ -92,7 +92,7 @@ def test_a_hand_edit_since_is_ranked_by_its_text_then(history):
     then = vault.recall("launch March", as_of=day(17).timestamp())
     assert then and then[0].id == ids["launch"]
     assert "March" in then[0].content and "June" not in then[0].content
-    assert then[0].as_of["text"].startswith("git ")
+    assert then[0].as_of["text"].startswith("git ") and "changed since" in then[0].as_of["text"]
     after = vault.recall("launch", as_of=day(22).timestamp())
     assert after[0].id == ids["launch"] and "June" in after[0].content and after[0].as_of["text"] == "today's"
 
@@ -135,6 +135,7 @@ def test_cli_as_of_explain_says_what_dated_each_note(history):
                                "--vault", str(vault.root)])
     assert done.exit_code == 0, done.output
     assert "dated by audit log" in done.output and "port 5432" in done.output and "6543" not in done.output
+    assert "changed since taken as of commit" in done.output  # what git said, once
     out = runner.invoke(app, ["recall", "staging database", "--as-of", day(12).date().isoformat(), "--json",
                               "--vault", str(vault.root)])
     found = json.loads(out.stdout)

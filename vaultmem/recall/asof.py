@@ -101,7 +101,7 @@ def past(vault: Store, snap: Snapshot, moment: float) -> Then:
         live[int(row["doc"])] = False  # ranked by its text then, apart (Then.old)
         status = then.dated[row["id"]][2]
         then.old.append(({**row, "status": status if status != _ACTIVE else ""}, rec))
-        then.dated[row["id"]][3] = f"git {commit[:12]} (edited since)"
+        then.dated[row["id"]][3] = f"git {commit[:12]} (its file changed since)"
     doc_of = {r["id"]: int(r["doc"]) for r in rows}
     replayed = Replay(snap, read_events(vault), doc_of).until(moment)
     then.snap = replace(replayed, live=live, codes={**snap.codes, "status": status_codes},
@@ -252,7 +252,7 @@ def _git_then(vault: Store, moment: float, by_path: dict[str, dict[str, Any]]
         kind, role = vault.kind_of(vault.root / path)
         found[path] = (commit, build_record(blobs[sha], path, kind, role, (0, 0), vault.settings.defaults,
                                             max_chars=vault.settings.write.max_text_chars))
-    return found, (f"git: {len(found)} note{'s' if len(found) != 1 else ''} edited since taken as of commit "
+    return found, (f"git: {len(found)} note{'s' if len(found) != 1 else ''} changed since taken as of commit "
                    f"{commit[:12]}")
 
 

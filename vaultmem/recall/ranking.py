@@ -98,6 +98,7 @@ class Hits(list):
 
     suppressed: list[dict[str, Any]]
     rewritten: list[str]  # vault paths of short-listed notes whose files changed since they were indexed
+    history: str = ""  # with Query.as_of: what git could say of the notes' past text, in words
 
     def __init__(self, hits=(), suppressed: list[dict[str, Any]] | None = None, rewritten: list[str] | None = None):
         super().__init__(hits)
@@ -198,6 +199,7 @@ def _as_of(vault: Store, q: Query, hits: Hits, limit: int, now: float, config: S
     for hit in hits:
         hit.as_of = then.told(hit.id)
         hit.status = hit.as_of.get("status", hit.status)
+    hits.history = then.git
     return hits
 
 

@@ -216,12 +216,15 @@ def recall_command(query: str | None, tag: list[str] | None, limit: int | None, 
                     until=until, explain=explain, as_of=as_of)
     if json_out:  # with --explain an object, so the list form stays what it was for every other caller
         found = [h.to_dict() for h in hits]
-        print_json({"hits": found, "suppressed": hits.suppressed} if explain else found)
+        told = {"hits": found, "suppressed": hits.suppressed, **({"history": hits.history} if as_of else {})}
+        print_json(told if explain else found)
     elif ids:
         for hit in hits:
             say(hit.id)
     elif not hits:
         say("No memories match.", err=True)
+    if explain and as_of and hits.history and not json_out and not ids:
+        say(f"as of {as_of}: {hits.history}", style="dim")
     for rank, hit in enumerate([] if json_out or ids else hits, 1):
         _print_hit(rank, hit, explain)
     if explain and not json_out and not ids:
