@@ -106,6 +106,17 @@ def test_nesting_deep_enough_to_overflow_libyaml_does_not_kill_the_process(vault
     assert done.stdout.split() == ["1", "['memories/deep.md']"]
 
 
+def test_a_body_of_a_hundred_thousand_open_brackets_indexes_at_once(vault):
+    # a wikilink pattern that let '[' into a link's name scanned to the end from every '[': minutes
+    write_note(vault, "memories/brackets.md", "---\ntags: [x]\n---\n" + "[" * 100_000 + "\n")
+    write_note(vault, "memories/half.md", "---\na: " + "[" * 100_000 + "\n---\nbody\n")  # unparsable, cut
+    remember_good(vault)
+    code = "import sys; from vaultmem import Vault; v = Vault(sys.argv[1]); v.refresh(); print(len(v.recall('contract')))"
+    done = subprocess.run([sys.executable, "-c", code, str(vault.root)], capture_output=True, text=True,
+                          cwd=REPO, timeout=60)
+    assert done.returncode == 0 and done.stdout.split() == ["1"], done.stderr[-500:]
+
+
 @pytest.mark.parametrize("frontmatter, expected", [
     ("base: &b hello\nother: *b\n", {"base": "hello", "other": "hello"}),  # a plain alias is fine
     ("d: &d {k: v}\nm:\n  <<: *d\n  j: w\n", {"d": {"k": "v"}, "m": {"k": "v", "j": "w"}}),

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from vaultmem.errors import NoteFormatError
-from vaultmem.notes.plainyaml import bounded, error_at, fast_meta, shallow
+from vaultmem.notes.plainyaml import bounded, error_at, fast_meta, flow_too_deep, shallow
 from vaultmem.text.terms import LazyPattern
 
 __all__ = ["Note", "extract_inline_tags", "extract_links", "fast_meta", "has_frontmatter", "json_ready", "parse_note"]
@@ -177,8 +177,11 @@ def _load_yaml(frontmatter: str, path: Path | None) -> dict[str, Any]:
     """The frontmatter's properties, read by YAML's safe loader."""
     import yaml
 
+    libyaml = shallow(frontmatter)
+    if not libyaml and flow_too_deep(frontmatter):  # refused before PyYAML's scanner spends minutes on it
+        raise NoteFormatError(path, None, "invalid YAML in the frontmatter: values nested too deep")
     try:
-        data = yaml.load(frontmatter, Loader=_loader(shallow(frontmatter)))
+        data = yaml.load(frontmatter, Loader=_loader(libyaml))
     except yaml.YAMLError as exc:
         problem, line = error_at(exc, frontmatter)
         line = None if line is None else _FM_FIRST_LINE + line

@@ -16,7 +16,7 @@ from typing import Any
 from ..text.terms import LazyPattern
 
 __all__ = ["ASK_YAML", "INDICATORS", "MAX_ALIAS_GROWTH", "MAX_DEPTH", "STR_TAG", "bounded", "error_at", "fast_meta",
-           "plain_value", "shallow", "yaml_tag"]
+           "plain_value", "shallow", "flow_too_deep", "yaml_tag"]
 
 STR_TAG = "tag:yaml.org,2002:str"
 _FAST_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("str", "null", "bool", "int", "float", "timestamp"))
@@ -226,6 +226,23 @@ def shallow(text: str) -> bool:
     stack (the process dies) somewhere past 20,000 levels; PyYAML's own composer raises
     RecursionError instead, so a text that might nest deep enough goes to it."""
     return _nesting_marks(text) < 2_000
+
+
+def flow_too_deep(text: str) -> bool:
+    """Whether the flow brackets (`[`, `{`) of a text that is not shallow nest deeper than MAX_DEPTH, counted
+    without reading it as YAML. PyYAML's own scanner takes time quadratic in the marks (100,000 nested
+    brackets: minutes) before its composer could refuse them; a bracket inside a quoted string counts too,
+    which only a text of thousands of nesting marks pays for."""
+    depth = deepest = 0
+    for mark in _FLOW_MARKS.findall(text):
+        depth = depth + 1 if mark in "[{" else max(depth - 1, 0)
+        deepest = max(deepest, depth)
+        if deepest > MAX_DEPTH:
+            return True
+    return False
+
+
+_FLOW_MARKS = re.compile(r"[\[\]{}]")
 
 
 def _nesting_marks(text: str) -> int:
