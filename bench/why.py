@@ -200,6 +200,11 @@ for _ in range(int(sys.argv[3])):
     started = time.perf_counter()
     story = vault.why(sys.argv[2])
     runs.append(time.perf_counter() - started)
+if len(sys.argv) > 4:  # --profile: one more call under cProfile, its top functions to stderr
+    import cProfile, pstats
+    profile = cProfile.Profile()
+    profile.runcall(vault.why, sys.argv[2])
+    pstats.Stats(profile, stream=sys.stderr).sort_stats("cumulative").print_stats(int(sys.argv[4]))
 commits = [e["commit"] for e in story.events if e["kind"] == "commit"]
 diffs = sum(1 for e in story.events if e.get("diff"))
 print(json.dumps({"import_open_s": opened - t0, "runs_s": runs, "commits": commits, "diffs": diffs,
@@ -207,10 +212,13 @@ print(json.dumps({"import_open_s": opened - t0, "runs_s": runs, "commits": commi
 """
 
 
-def time_why(vault: Path, env: dict, note_id: str, runs: int) -> dict:
-    """Vault.why in a fresh process: the first (cold) call, then the p50 of `runs` more."""
-    done = subprocess.run([sys.executable, "-c", _PROBE, str(vault), note_id, str(runs + 1)], env=env,
-                          capture_output=True, text=True, check=True)
+def time_why(vault: Path, env: dict, note_id: str, runs: int, profile: int = 0) -> dict:
+    """Vault.why in a fresh process: the first (cold) call, then the p50 of `runs` more (and, with `profile`,
+    one more under cProfile, whose `profile` top functions are printed)."""
+    done = subprocess.run([sys.executable, "-c", _PROBE, str(vault), note_id, str(runs + 1),
+                           *([str(profile)] if profile else [])], env=env, capture_output=True, text=True, check=True)
+    if profile:
+        print(done.stderr)
     probe = json.loads(done.stdout)
     warm = probe["runs_s"][1:]
     return {"cold_s": round(probe["runs_s"][0], 4), "p50_s": round(statistics.median(warm), 4),
@@ -251,7 +259,7 @@ def run(args: argparse.Namespace) -> dict:
     vault = Path(info["vault"])
     figures: dict = {"notes": info["notes"], "commits": info["commits"], "build": info, "target_s": TARGET_S}
     for name in ("chosen", "untouched"):
-        told = time_why(vault, env, info[name]["id"], args.runs)
+        told = time_why(vault, env, info[name]["id"], args.runs, args.profile if name == "chosen" else 0)
         figures[name] = {**{k: v for k, v in told.items() if k not in ("commits", "kinds")},
                          "events": len(told["kinds"]), **check_story(vault, env, info[name]["path"], told),
                          "load_avg_1m": round(os.getloadavg()[0], 2)}
@@ -291,6 +299,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--commits", type=int, default=TARGET_COMMITS,
                    help=f"commits after the first (default {TARGET_COMMITS})")
     p.add_argument("--runs", type=int, default=5, help="timed runs after the cold one (default 5)")
+    p.add_argument("--profile", type=int, default=0, metavar="N",
+                   help="also profile one why of the chosen note (cProfile) and print its N top functions")
     run_options(p, "why", "200 notes, 50 commits, 3 runs: for CI")
     args = p.parse_args(argv)
     if args.smoke:
