@@ -255,9 +255,10 @@ def find_bm_python(explicit: str | None) -> str | None:
 
 def _bm_env(work: Path, vault: Path) -> dict:
     """basic-memory's environment: a private HOME, its config and database under the work folder, its
-    one project (`main`) the vault copy, offline switches on."""
+    one project (`main`) the vault copy, offline switches on. PYTEST_CURRENT_TEST goes too: with it set (the
+    smoke test runs this script under pytest) basic-memory takes itself for under test and never indexes."""
     env = _base_env(work / "home-basic-memory")
-    env = {k: v for k, v in env.items() if not k.startswith(("BASIC_MEMORY_", "VAULTMEM_"))
+    env = {k: v for k, v in env.items() if not k.startswith(("BASIC_MEMORY_", "VAULTMEM_", "PYTEST_"))
            or k in ("BASIC_MEMORY_NO_PROMOS", "BASIC_MEMORY_AUTO_UPDATE")}
     env.update(BASIC_MEMORY_CONFIG_DIR=str(work / "home-basic-memory" / "state"), BASIC_MEMORY_HOME=str(vault))
     return env

@@ -220,9 +220,9 @@ def time_why(vault: Path, env: dict, note_id: str, runs: int, profile: int = 0) 
     if profile:
         print(done.stderr)
     probe = json.loads(done.stdout)
-    warm = probe["runs_s"][1:]
-    return {"cold_s": round(probe["runs_s"][0], 4), "p50_s": round(statistics.median(warm), 4),
-            "max_s": round(max(warm), 4), "import_open_s": round(probe["import_open_s"], 3),
+    warm = probe["runs_s"][1:]  # none with --runs 0
+    return {"cold_s": round(probe["runs_s"][0], 4), "p50_s": round(statistics.median(warm), 4) if warm else None,
+            "max_s": round(max(warm), 4) if warm else None, "import_open_s": round(probe["import_open_s"], 3),
             "commits": probe["commits"], "diffs": probe["diffs"], "git": probe["git"], "kinds": probe["kinds"]}
 
 
@@ -231,7 +231,7 @@ def time_cli(vault: Path, env: dict, note_id: str, runs: int) -> dict:
     cli = Path(sys.executable).parent / "vaultmem"
     cmd = [str(cli)] if cli.exists() else [sys.executable, "-m", "vaultmem"]
     walls = []
-    for _ in range(runs):
+    for _ in range(max(1, runs)):
         started = time.perf_counter()
         done = subprocess.run([*cmd, "why", note_id, "--vault", str(vault), "--json"], env=env,
                               capture_output=True, text=True)
@@ -273,6 +273,10 @@ def _verdict(seconds: float, at_scale: bool) -> str:
     return "-" if not at_scale else ("ok" if seconds <= TARGET_S else "MISS")
 
 
+def _seconds(value: float | None) -> str:
+    return f"{'-':>9}" if value is None else f"{value:>9.3f}"
+
+
 def print_table(f: dict) -> None:
     at_scale = f["notes"] >= TARGET_NOTES and f["commits"] > TARGET_COMMITS
     print(f"\nvaultmem why: {f['notes']:,} notes, {f['commits']:,} commits in git, audit and events logs "
@@ -281,7 +285,7 @@ def print_table(f: dict) -> None:
     print(f"{'':<44}{'cold':>9}{'p50':>9}{'max':>9}  target  load")
     for name, label in (("chosen", "Vault.why, the note of ~20 commits"), ("untouched", "Vault.why, a note of 1 commit")):
         w = f[name]
-        print(f"{label:<44}{w['cold_s']:>9.3f}{w['p50_s']:>9.3f}{w['max_s']:>9.3f}  "
+        print(f"{label:<44}{w['cold_s']:>9.3f}{_seconds(w['p50_s'])}{_seconds(w['max_s'])}  "
               f"{_verdict(w['cold_s'], at_scale):<6}  {w['load_avg_1m']:.2f}")
         print(f"  {w['git']}; {w['events']} events; commits {w['story_commits']} = git log's "
               f"{w['git_log_commits']}: {'yes' if w['same_commits'] else 'NO'}; {w['commits_with_a_diff']} with a "
@@ -298,7 +302,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--notes", type=int, default=TARGET_NOTES, help=f"memory notes (default {TARGET_NOTES})")
     p.add_argument("--commits", type=int, default=TARGET_COMMITS,
                    help=f"commits after the first (default {TARGET_COMMITS})")
-    p.add_argument("--runs", type=int, default=5, help="timed runs after the cold one (default 5)")
+    p.add_argument("--runs", type=int, default=5,
+                   help="timed runs after the cold one (default 5; 0: the cold one alone, and one CLI run)")
     p.add_argument("--profile", type=int, default=0, metavar="N",
                    help="also profile one why of the chosen note (cProfile) and print its N top functions")
     run_options(p, "why", "200 notes, 50 commits, 3 runs: for CI")
