@@ -283,12 +283,15 @@ def start_basic_memory(python: str, work: Path, vault: Path) -> tuple[subprocess
     while True:
         if server.poll() is not None:
             raise SystemExit(f"basic-memory did not start: see {work / 'basic-memory-server.log'}")
+        probe = Connection(url, {})
         try:
-            status, answer, _ = Connection(url, {}).request("GET", "/v2/projects/")
+            status, answer, _ = probe.request("GET", "/v2/projects/")
             if status == 200:
                 break
         except OSError:  # not listening yet
             pass
+        finally:
+            probe.close()
         time.sleep(0.01)
     first = time.perf_counter() - started
     project = next(p["external_id"] for p in answer["projects"] if p["name"] == answer["default_project"])
