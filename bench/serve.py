@@ -67,7 +67,9 @@ def _build(workdir: Path, args: argparse.Namespace, env: dict) -> tuple[Path, di
     config.write_text(config.read_text(encoding="utf-8").replace("rate_per_minute: 600", "rate_per_minute: 0"),
                       encoding="utf-8")
     opened = Vault(vault)
+    started = time.perf_counter()
     opened.refresh()
+    info["index_s"] = round(time.perf_counter() - started, 3)
     tokens = [opened.add_token(f"client-{i}", scope="read-write", namespaces=["bench"])[0] for i in range(args.clients)]
     opened.close()
     return vault, info, tokens, queries

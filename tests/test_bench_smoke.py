@@ -1,6 +1,7 @@
 """The benchmarks still run (a few seconds each); their figures are never asserted here."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -264,6 +265,42 @@ def test_http_benchmark_smoke_checks_every_write(tmp_path):
         assert isinstance(figures[key], (int, float)) and figures[key] > 0, key
     assert figures["acknowledged_writes"] > 0
     assert (figures["lost"], figures["duplicates"], figures["server_errors"]) == (0, 0, 0)
+
+
+BM_PYTHON = os.environ.get("VAULTMEM_BENCH_BM_PYTHON")  # an interpreter with basic-memory: the peer side runs
+
+
+def assert_http_side(side: dict) -> None:
+    for key in ("start_to_first_answer_s", "start_to_first_search_s", "single_p50_ms", "single_p99_ms",
+                "concurrent_per_s", "concurrent_p50_ms", "server_cpu_ms_per_recall", "write_p50_ms", "load_avg_1m"):
+        assert isinstance(side[key], (int, float)) and side[key] > 0, key
+    assert side["errors"] == 0
+
+
+def test_peer_http_benchmark_smoke_measures_vaultmem_alone(tmp_path):
+    figures = smoke("peer_http.py", tmp_path / "peer-http.json", "--peer", "none")
+    assert list(figures["sides"]) == ["vaultmem"] and figures["ratios"] == {}
+    assert_http_side(figures["sides"]["vaultmem"])
+
+
+@pytest.mark.skipif(not BM_PYTHON, reason="set VAULTMEM_BENCH_BM_PYTHON to a Python with basic-memory installed")
+def test_peer_http_benchmark_smoke_measures_basic_memory_beside_it(tmp_path):
+    figures = smoke("peer_http.py", tmp_path / "peer-http.json", "--peer-python", BM_PYTHON)
+    assert list(figures["sides"]) == ["vaultmem", "basic-memory"]
+    for side in figures["sides"].values():
+        assert_http_side(side)
+    assert figures["sides"]["basic-memory"]["index_s"] > 0 and figures["ratios"]["single_p50_ms"] > 0
+
+
+def test_why_benchmark_smoke_tells_the_commits_git_has(tmp_path):
+    figures = smoke("why.py", tmp_path / "why.json")
+    chosen, untouched = figures["chosen"], figures["untouched"]
+    assert chosen["same_commits"] and chosen["story_commits"] == chosen["git_log_commits"] > 10
+    assert chosen["commits_with_a_diff"] > 0
+    assert untouched["same_commits"] and untouched["story_commits"] == 1
+    for key in ("cold_s", "p50_s"):
+        assert chosen[key] > 0 and untouched[key] > 0
+    assert figures["cli"]["median_s"] > 0
 
 
 def test_no_bench_script_shadows_a_module_of_the_standard_library():
