@@ -69,4 +69,4 @@ def test_without_the_extra_the_error_names_it():
              "from vaultmem.recall import semantic\n"
              "try:\n    semantic.model()\nexcept Exception as e:\n    print(e)")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
-    assert "`semantic` extra" in done.stdout and "vaultmem-md[semantic]" in done.stdout
+    assert "'semantic' extra" in done.stdout and "vaultmem-md[semantic]" in done.stdout

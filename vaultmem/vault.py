@@ -92,7 +92,7 @@ class Vault(Store):
 
     def recall(self, query: str = "", **options: Any):
         """Recall memories for free text and/or tags. Options are the fields of recall.Query
-        (tags, limit, type, source, namespace, lifecycle, status, since, until, kinds, now, explain);
+        (tags, limit, type, source, namespace, lifecycle, status, since, until, kinds, now, explain, semantic);
         since/until are POSIX seconds or text (`2026-06-30` or ISO 8601; a bare `until` date counts
         through its day). Returns a ranking.Hits list; with explain=True its `suppressed` lists what decay hid."""
         from .recall.ranking import Query, recall
@@ -116,6 +116,13 @@ class Vault(Store):
         from .recall.answer import ask
 
         return ask(self, question, **options)
+
+    def embed(self, progress: Callable[[int, int], None] | None = None):
+        """Embed every memory whose text has no current vector, for recall by meaning (the `semantic` extra;
+        recall/semantic.py); encrypted notes never are. Returns a semantic.Embedded of the counts."""
+        from .recall.semantic import embed_all
+
+        return embed_all(self, progress)
 
     def get(self, ref: str):
         """The memory named by id, vault path or title (a catalog.Memory)."""

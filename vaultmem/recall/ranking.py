@@ -1,5 +1,5 @@
-"""recall: a query -> channels (lexical, tags, graph, source, episode, contiguity, question, strength)
--> one fused, explainable ranking."""
+"""recall: a query -> channels (lexical, tags, graph, source, episode, contiguity, question, strength, and
+semantic when asked for) -> one fused, explainable ranking."""
 
 from __future__ import annotations
 
@@ -52,6 +52,7 @@ class Query:
     now: float | None = None
     record_access: bool | None = None  # None: as configured (reinforcement.record_access)
     explain: bool = False  # also find what decay alone kept out of the top k (Hits.suppressed)
+    semantic: bool | None = None  # also by meaning (recall/semantic.py); None: $VAULTMEM_SEMANTIC, else semantic.enabled
 
 
 @dataclass
@@ -118,12 +119,16 @@ def recall(vault: Store, query: Query) -> Hits:
     if hot is not None:
         cfg = cfg._replace(weights=FrozenMap({**cfg.weights, "working": vault.settings.working_set.weight}))
         config = config._replace(ranking=cfg)
+    meaning = _meaning(vault, query)
+    if meaning is not None:  # only then: with semantic off a recall ranks (and explains) as before
+        cfg = cfg._replace(weights=FrozenMap({**cfg.weights, "semantic": vault.settings.semantic.weight}))
+        config = config._replace(ranking=cfg)
     reread = False
     for _ in range(4):
         snap = vault.index.snapshot()
         hot_docs = None if hot is None else hot.docs(snap.live, lambda ids: _docs_of(vault, ids))
         rows = _row_reader(vault, snap)
-        ranked = _rank(snap, query, config, now, rows, hot_docs)
+        ranked = _rank(snap, query, config, now, rows, hot_docs, meaning)
         if ranked is None:
             hits = Hits()
             break
@@ -145,6 +150,22 @@ def recall(vault: Store, query: Query) -> Hits:
     if hot is not None and record:  # hits recorded as uses are used: the best one ends most recent
         hot.promote(Entry(h.id, h.path, h.title) for h in reversed(hits))
     return hits
+
+
+def _meaning(vault: Store, q: Query) -> Callable[[Snapshot, np.ndarray], Any] | None:
+    """The semantic channel's search for this query (semantic.Near of a snapshot and the mask of what the
+    query may see), None when semantic recall is off or there is no text. Embeds the query first, so a
+    missing extra fails before anything is read, then a bounded number of the notes not embedded yet."""
+    if not q.text.strip():
+        return None
+    from . import semantic
+
+    if not semantic.wanted(vault, q.semantic):
+        return None
+    settings = vault.settings.semantic
+    vector = semantic.query_vector(q.text)
+    semantic.catch_up(vault, vault.index.snapshot(), int(settings.embed_inline))
+    return lambda snap, allowed: semantic.nearest(vault, snap, vector, allowed, int(settings.candidates))
 
 
 def _with_sealed(vault: Store, q: Query, hits: Hits, limit: int, now: float, config: Settings, snap: Snapshot) -> Hits:
@@ -336,13 +357,14 @@ def _half_lives(snap: Snapshot, table: Mapping[str, float | None], docs: np.ndar
 
 
 def _rank(snap: Snapshot, q: Query, config: Settings, now: float, rows: Callable[..., dict | None],
-          hot: np.ndarray | None = None):
+          hot: np.ndarray | None = None, meaning: Callable[[Snapshot, np.ndarray], Any] | None = None):
     """Candidates with their channel values, effective strength and decay; None when nothing matches.
 
     Candidates come from the posting lists the query touches (never a pass over every note,
     except for a recall with neither text nor tags, which ranks every visible note by strength).
     `rows` is Index.rows: feedback reads the text of the first pass's best memories. `hot`: the
-    documents of a working set (a `working` channel), None without one.
+    documents of a working set (a `working` channel), None without one. `meaning`: the semantic search
+    (recall's _meaning), whose nearest notes join the candidates through the same filters.
     """
     cfg = config.ranking
     if cfg.bm25_b == "auto":
@@ -363,6 +385,11 @@ def _rank(snap: Snapshot, q: Query, config: Settings, now: float, rows: Callable
     else:
         docs = np.flatnonzero(snap.live)
     docs = _filter(snap, q, docs.astype(np.int64))
+    near = None
+    if meaning is not None:
+        near = meaning(snap, _passing(snap, q))
+        joined = _filter(snap, q, near.docs)
+        docs = np.union1d(docs, joined if required is None else np.intersect1d(joined, required))
     if not len(docs):
         return None
     boost = None  # pseudo-relevance feedback, per candidate
@@ -405,6 +432,8 @@ def _rank(snap: Snapshot, q: Query, config: Settings, now: float, rows: Callable
     }
     if hot is not None:  # only with a working set: a one-off process ranks (and explains) as before
         channels["working"] = np.isin(docs, hot).astype(np.float32)
+    if near is not None:
+        channels["semantic"] = near.channel(docs)
     return docs, channels, prior, unknown
 
 
