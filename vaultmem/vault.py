@@ -18,11 +18,11 @@ __all__ = ["OWNER_ONLY", "Vault"]
 # sync commits and pulls them all, the hooks and the watcher serve the whole vault; the HTTP tokens open
 # it to other callers; a namespace's encryption is set in the vault's config.yaml, and a rekey re-seals every
 # encrypted note; the dashboard writes into the person's vault, and the report shows every namespace with
-# doctor's findings).
+# doctor's findings; embed counts and embeds every namespace's notes).
 OWNER_ONLY = ("doctor", "repair", "gc", "sync", "install_hook", "uninstall_hook", "check_staged",
               "lambda_estimate", "watch", "add_token", "tokens", "revoke_token", "token_for", "hook_list",
               "enable_hook", "disable_hook", "test_hook", "wait_for_hooks", "encrypt_namespace", "decrypt_namespace",
-              "rekey", "dashboard", "report")
+              "rekey", "dashboard", "report", "embed")
 
 
 def _owner_only(vault: Store, operation: str) -> None:
@@ -120,6 +120,7 @@ class Vault(Store):
     def embed(self, progress: Callable[[int, int], None] | None = None):
         """Embed every memory whose text has no current vector, for recall by meaning (the `semantic` extra;
         recall/semantic.py); encrypted notes never are. Returns a semantic.Embedded of the counts."""
+        _owner_only(self, "embed")
         from .recall.semantic import embed_all
 
         return embed_all(self, progress)

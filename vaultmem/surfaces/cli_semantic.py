@@ -29,3 +29,6 @@ def embed(vault: VaultOpt = None, json_out: JsonOpt = False) -> None:
     else:
         say(f"embedded {done.embedded} notes ({done.current} already current, {done.encrypted} encrypted "
             "left out).")
+
+
+__all__ = ["embed"]
