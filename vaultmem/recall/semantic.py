@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 __all__ = ["Embedded", "Near", "embed_all", "embed_notes", "model", "nearest", "query_vector"]
 
 _MODEL = None
-_MODEL_LOCK = threading.Lock()
-_BATCH = 64
+_MODEL_LOCK = threading.RLock()  # one call into the model at a time: its C engine's reentrancy is not documented
+_BATCH = 32  # notes a model call embeds: a query of another thread waits at most one batch (~0.5 s)
 _NOTE_COLUMNS = ("doc", "id", "type", "body")
 
 
@@ -47,7 +47,8 @@ def model():
 
 def query_vector(text: str) -> np.ndarray:
     """The unit vector of a query (e5's `query:` side)."""
-    return np.asarray(model().query(text), dtype=np.float32).reshape(-1)
+    with _MODEL_LOCK:
+        return np.asarray(model().query(text), dtype=np.float32).reshape(-1)
 
 
 def embed_notes(vectors: Vectors, notes: Iterable[tuple[str, str, str]], progress=None,
@@ -61,7 +62,8 @@ def embed_notes(vectors: Vectors, notes: Iterable[tuple[str, str, str]], progres
     done = 0
     for start in range(0, len(todo), _BATCH):
         part = todo[start:start + _BATCH]
-        found = np.asarray(model().passage([clear[key] for key, _ in part]), dtype=np.float32)
+        with _MODEL_LOCK:
+            found = np.asarray(model().passage([clear[key] for key, _ in part]), dtype=np.float32)
         vectors.add([key for key, _ in part], [digest for _, digest in part], found.reshape(len(part), -1))
         done += len(part)
         if progress is not None:
