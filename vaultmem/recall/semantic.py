@@ -10,6 +10,7 @@ found by its words. An encrypted note is never embedded: its clear text would re
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, NamedTuple
@@ -45,10 +46,13 @@ def model():
         return _MODEL
 
 
+@functools.lru_cache(maxsize=256)  # an agent asks again what it asked a moment ago: no second embedding
 def query_vector(text: str) -> np.ndarray:
-    """The unit vector of a query (e5's `query:` side)."""
+    """The unit vector of a query (e5's `query:` side); not to be changed by the caller (it is cached)."""
     with _MODEL_LOCK:
-        return np.asarray(model().query(text), dtype=np.float32).reshape(-1)
+        found = np.asarray(model().query(text), dtype=np.float32).reshape(-1)
+    found.flags.writeable = False
+    return found
 
 
 def embed_notes(vectors: Vectors, notes: Iterable[tuple[str, str, str]], progress=None,
