@@ -187,10 +187,14 @@ class Vectors:
 
 
 def similarities(state: _Rows, query: np.ndarray) -> np.ndarray:
-    """Each row's dot product with the query (the int8 product times the rows' scales)."""
+    """Each row's dot product with the query (the int8 product times the rows' scales).
+
+    einsum, not `@`: a matrix product goes to BLAS, whose thread pool on a busy machine waits for its
+    threads (36 ms instead of 1.3 ms for 10k rows at a load of 9 on 2 cores, measured); einsum's own loop
+    is as fast as one BLAS thread here."""
     if not state.ids:
         return np.zeros(0, dtype=np.float32)
-    return (state.rows @ np.asarray(query, dtype=np.float32)) * state.scale
+    return np.einsum("ij,j->i", state.rows, np.asarray(query, dtype=np.float32)) * state.scale
 
 
 def _read(segments: list[Path], seen: tuple) -> _Rows:
