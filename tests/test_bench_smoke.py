@@ -286,3 +286,10 @@ def test_engram_peer_smoke_scores_vaultmem_on_both_metrics_and_installs_nothing(
     assert overall["n"] == 30 and {"R@5", "R@10", "MRR", "S@5"} <= set(overall)
     assert all(0.0 <= overall[m] <= 1.0 for m in ("R@5", "R@10", "MRR", "S@5"))
     assert figures["engram"]["install"].startswith("skipped")  # --smoke never installs engram
+
+
+def test_asof_benchmark_smoke_times_plain_and_as_of_recall(tmp_path):
+    figures = smoke("asof.py", tmp_path / "asof.json")
+    for key in ("plain_p50_ms", "plain_p99_ms", "as_of_p50_ms", "as_of_p99_ms", "ratio_p50"):
+        assert isinstance(figures[key], (int, float)) and figures[key] > 0, key
+    assert figures["notes"] == 200 and figures["git"] is False

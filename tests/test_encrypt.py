@@ -353,3 +353,21 @@ def test_a_hook_is_told_of_an_encrypted_note_by_its_id_and_file_name_only(privat
     told = events(out)
     assert [(ev["id"], ev["action"], ev["namespace"]) for ev in told] == [(note.id, "create", "private")]
     assert PHRASE not in out.read_text(encoding="utf-8") and "safe combination" not in out.read_text(encoding="utf-8")
+
+
+def test_why_of_an_encrypted_note_without_the_passphrase_tells_its_story_but_never_its_text(private):
+    made = private.remember(f"My locker code is {PHRASE}", namespace="private", tags=["locker"])
+    git = ["git", "-C", str(private.root), "-c", "user.name=Ann", "-c", "user.email=ann@example.com"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "vault"], check=True)
+    private.feedback(made.id, "useful")
+    locked = Vault(private.root)
+    story = locked.why(made.id)
+    told = json.dumps(story.to_dict(), ensure_ascii=False, default=str)
+    assert PHRASE not in told and "locker" not in told
+    assert {"created", "feedback", "commit"} <= {e["kind"] for e in story.events}
+    assert all("diff" not in e for e in story.events)  # a commit's body diff would be the text
+    assert story.text.startswith("(encrypted")
+    private.unlock(PASS)
+    assert PHRASE in private.why(made.id).text

@@ -67,6 +67,10 @@ def test_the_tools_write_recall_and_answer_through_the_vault(home):
     found = call(provider, "vault_recall", query="张三 合同", limit=3)["results"]
     assert found[0]["id"] == made["id"]
     assert set(found[0]) == {"id", "title", "content", "source", "date", "score"}
+    before = call(provider, "vault_recall", query="张三 合同", as_of="2020-01-01")["results"]
+    assert before == []  # written after that date: absent as the vault stood then
+    then = call(provider, "vault_recall", query="张三 合同", as_of="2999-01-01")["results"]
+    assert then[0]["id"] == made["id"] and then[0]["status_then"] == "active"
     answer = call(provider, "vault_ask", question="张三的合同编号是多少")
     assert answer["answered"] and answer["answer"] == "CT2024-0876" and answer["id"] == made["id"]
     judged = call(provider, "vault_feedback", id=made["id"], verdict="outdated", note="renewed")

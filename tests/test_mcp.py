@@ -45,7 +45,7 @@ def test_every_tool_has_a_typed_input_and_output_schema(server):
     assert set(tools) == TOOLS
     assert tools["remember"].input_schema["required"] == ["text"]
     assert set(tools["remember"].input_schema["properties"]) == {"text", "tags", "source", "lifecycle", "entity"}
-    assert set(tools["recall"].input_schema["properties"]) == {"query", "tags", "limit"}
+    assert set(tools["recall"].input_schema["properties"]) == {"query", "tags", "limit", "as_of"}
     assert tools["ask"].input_schema["required"] == ["question"]
     assert tools["context"].input_schema["required"] == ["query"]
     assert tools["show"].input_schema["required"] == ["ref"]

@@ -49,6 +49,8 @@ def test_why_tells_a_merge_a_supersede_chain_a_hand_edit_and_the_strength(told):
     assert edit["by"] == "Ann Person" and any("Nov 14" in line for line in edit["diff"]) \
         and any("Nov 12" in line for line in edit["diff"])
     assert [c["id"] for c in story.chain] == [first.id, newer.id] and story.chain[1]["this"]
+    written = [e for e in story.events if e["kind"] == "created"][0]
+    assert "Nov 12" in written["text"] and "Nov 14" in story.text  # as written, then as edited by hand since
     assert story.strength["effective"] > 0 and story.strength["half_life_hours"] == 2400
     assert story.git.startswith("git: ")
     old = vault.why(first.id)

@@ -92,30 +92,28 @@ class Vault(Store):
 
     def recall(self, query: str = "", **options: Any):
         """Recall memories for free text and/or tags. Options are the fields of recall.Query
-        (tags, limit, type, source, namespace, lifecycle, status, since, until, kinds, now, explain, semantic);
-        since/until are POSIX seconds or text (`2026-06-30` or ISO 8601; a bare `until` date counts
-        through its day). Returns a ranking.Hits list; with explain=True its `suppressed` lists what decay hid."""
+        (tags, limit, type, source, namespace, lifecycle, status, since, until, kinds, now, explain, as_of,
+        semantic);
+        since/until/as_of are POSIX seconds or text (`2026-06-30` or ISO 8601; a bare `until` or `as_of`
+        date counts through its day). With as_of the answer is the vault as it stood then (recall/asof.py):
+        each hit's `as_of` says what dated it, its status then and where its text came from. Returns a ranking.Hits list; with explain=True its `suppressed` lists what decay hid."""
         from .recall.ranking import Query, recall
-        from .store.index.records import given_epoch
 
-        for key, end_of_day in (("since", False), ("until", True)):  # a date or ISO time as text too
-            if isinstance(options.get(key), str):
-                options[key] = given_epoch(options[key], end_of_day)
-        return recall(self, Query(text=query, **options))
+        return recall(self, Query(text=query, **_dated(options)))
 
     def context(self, query: str, budget_tokens: int = 800, **recall_options: Any):
         """The memories for a query woven into labelled lines that fit a prompt's token budget
         (a context.Context: `.text` is the block). Options are those of recall()."""
         from .recall.context import weave
 
-        return weave(self, query, budget_tokens, **recall_options)
+        return weave(self, query, budget_tokens, **_dated(recall_options))
 
     def ask(self, question: str, **options: Any):
         """A direct answer from the value a note holds, or a declined one below the confidence
         threshold (an answer.Answer). Options: min_confidence, and those of recall()."""
         from .recall.answer import ask
 
-        return ask(self, question, **options)
+        return ask(self, question, **_dated(options))
 
     def embed(self, progress: Callable[[int, int], None] | None = None):
         """Embed every memory whose text has no current vector, for recall by meaning (the `semantic` extra;
@@ -531,3 +529,13 @@ class Vault(Store):
 
             self.working_set.promote(Entry(r.id, r.path, r.title) for r in results)
         return results[0] if results else None
+
+
+def _dated(options: dict[str, Any]) -> dict[str, Any]:
+    """Recall options with since/until/as_of given as text (a date, ISO 8601) in POSIX seconds."""
+    from .store.index.records import given_epoch
+
+    for key, end_of_day in (("since", False), ("until", True), ("as_of", True)):
+        if isinstance(options.get(key), str):
+            options[key] = given_epoch(options[key], end_of_day)
+    return options

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..recall.ranking import strength_prior
-from ..store.events import FOLDED, log_files, read_new_lines
+from ..recall.replay import Replay, read_events
 from ..text import decay as rules
 from ..text import scoring
 
@@ -35,19 +35,6 @@ _PAST_POINTS, _FUTURE_POINTS = 90, 31  # the vault curve's dates before and afte
 _NOTE_POINTS = 320  # one note's curve, besides the moments around each event
 _NOTE_EVENT_POINTS = 400  # events drawn as a step each; beyond that the curve is sampled evenly
 _JUST_BEFORE = 1e-3  # s: the curve's value an instant before an event, so each use shows as a step
-
-
-def read_events(vault: Store) -> list[dict[str, Any]]:
-    """Every device's access, feedback, pin, unpin and decay events (the ones the index folds), oldest first."""
-    found: list[dict[str, Any]] = []
-    for path in log_files(vault.state / "devices", "events"):
-        try:
-            events, _ = read_new_lines(path, 0)
-        except OSError:  # a log that cannot be read waits, as folding it does
-            continue
-        found += [ev for ev in events if ev.get("event") in FOLDED]
-    found.sort(key=lambda ev: float(ev.get("ts", 0)))
-    return found
 
 
 @dataclass
@@ -72,7 +59,7 @@ def vault_curve(snap: Snapshot, config: Settings, docs: np.ndarray, events: list
     names = snap.vocab["lifecycle"] or [""]
     sums = np.zeros((len(names), len(times)))
     written = np.zeros(len(times), dtype=np.int64)
-    replay = _Replay(snap, events, doc_of)
+    replay = Replay(snap, events, doc_of)
     for g, t in enumerate(times):
         view = replay.until(float(t)) if t < now else snap  # from now on: the index's own state
         mask = snap.ts[docs] <= t
@@ -81,49 +68,6 @@ def vault_curve(snap: Snapshot, config: Settings, docs: np.ndarray, events: list
         written[g] = int(mask.sum())
     series = {name or "(none)": sums[i] for i, name in enumerate(names) if sums[i].any()}
     return VaultCurve(times, now, series, written)
-
-
-class _Replay:
-    """A snapshot's uses, last uses and feedback as the events had made them by a moment (moments asked
-    for in order). The events are arrays, applied a slice at a time."""
-
-    def __init__(self, snap: Snapshot, events: list[dict[str, Any]], doc_of: dict[str, int]):
-        self.snap = snap
-        size, wanted = snap.size, {"access": 0, "feedback": 1, "decay": 2}
-        ts, docs, kinds, votes, logs = [], [], [], [], []
-        for ev in events:
-            kind, doc = wanted.get(ev["event"]), doc_of.get(ev["id"], size)
-            if kind is None or doc >= size:
-                continue
-            ts.append(float(ev.get("ts", 0)))
-            docs.append(doc)
-            kinds.append(kind)
-            votes.append(rules.VERDICTS[ev["verdict"]] if kind == 1 else 0)
-            logs.append(math.log(ev["factor"]) if kind == 2 else 0.0)
-        self.ts, self.doc = np.array(ts), np.array(docs, dtype=np.int64)
-        self.access = np.array(kinds, dtype=np.int8) == 0
-        self.up, self.down = np.array(votes) > 0, np.array(votes) < 0
-        self.log = np.array(logs)
-        self.at = 0
-        self.uses = np.zeros_like(snap.uses)
-        self.last = np.zeros_like(snap.last_use)
-        self.good, self.bad, self.scaled = np.zeros(snap.size), np.zeros(snap.size), np.zeros(snap.size)
-
-    def until(self, moment: float) -> Snapshot:
-        """The snapshot with the events up to `moment` applied (and no later one)."""
-        end = int(np.searchsorted(self.ts, moment, side="right"))
-        part = slice(self.at, end)
-        doc, access = self.doc[part], self.access[part]
-        np.add.at(self.uses, doc[access], 1)
-        np.maximum.at(self.last, doc[access], self.ts[part][access])
-        np.add.at(self.good, doc[self.up[part]], 1)
-        np.add.at(self.bad, doc[self.down[part]], 1)
-        np.add.at(self.scaled, doc, self.log[part])
-        self.at = end
-        marked = np.flatnonzero((self.good != 0) | (self.bad != 0) | (self.scaled != 0))
-        feedback = list(zip(marked.tolist(), self.good[marked].tolist(), self.bad[marked].tolist(),
-                            self.scaled[marked].tolist()))
-        return replace(self.snap, uses=self.uses, last_use=self.last, feedback=feedback, memo={})
 
 
 @dataclass

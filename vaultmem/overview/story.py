@@ -51,16 +51,21 @@ def why(vault: Store, ref: str, now: float | None = None) -> Story:
         raise VaultmemError(f"{row['path']} is not a memory (it is a {row['kind']} note): why tells a memory's story")
     stamp = time.time() if now is None else now
     sealed = _locked(vault, row)
-    meta, body = _note(vault, row)
-    story = Story(row["id"], row["title"], row["path"], row["namespace"], row["status"],
+    title, meta, body = _note(vault, row)
+    story = Story(row["id"], title, row["path"], row["namespace"], row["status"],
                   SEALED_TEXT if sealed else _snippet(body, 4 * SNIPPET))
     audit = events_naming(vault.state / "devices", "audit", row["id"])
     logged = events_naming(vault.state / "devices", "events", row["id"])
     used = [e for _, e in logged if e.get("id") == row["id"]]  # a byte search can also match another field
     story.events = _audit_story(row, audit, body if not sealed else SEALED_TEXT)
     story.events += _use_story(used)
-    commits, story.git = _git_story(vault, row, sealed)
+    commits, story.git = _git_story(vault, row, row["type"] == SEALED_TYPE)  # a diff of ciphertext tells nothing
     story.events += commits
+    first = next((e.pop("first_text") for e in commits if "first_text" in e), None)
+    if first is not None:  # the note's text now may be an edit's: the written event tells what git first held
+        for event in story.events:
+            if event["kind"] == "created" and "text" in event:
+                event["text"] = first
     story.events.sort(key=lambda e: (e["ts"], e["kind"] != "created", e["order"]))  # written, then what it did
     for event in story.events:
         event.pop("order", None)
@@ -74,12 +79,21 @@ def _locked(vault: Store, row: dict[str, Any]) -> bool:
     return row["type"] == SEALED_TYPE and vault.keyring.passphrase() is None
 
 
-def _note(vault: Store, row: dict[str, Any]) -> tuple[dict[str, Any], str]:
+def _note(vault: Store, row: dict[str, Any]) -> tuple[str, dict[str, Any], str]:
+    """The note's title, properties and body: an encrypted one opened when the Vault has its passphrase."""
+    if row["type"] == SEALED_TYPE and not _locked(vault, row):
+        from ..recall.sealed import opened_memory
+
+        try:
+            opened = opened_memory(vault, row)
+        except (OSError, VaultmemError):  # not under this passphrase, or tampered: told as locked
+            return row["title"], {}, SEALED_TEXT
+        return opened.title, opened.meta, opened.content
     try:
         note = parse_note((vault.root / row["path"]).read_bytes(), row["path"])
     except (OSError, VaultmemError):
-        return {}, row.get("body") or ""
-    return note.meta, note.body
+        return row["title"], {}, row.get("body") or ""
+    return row["title"], note.meta, note.body
 
 
 def _when(ts: float) -> str:
@@ -184,6 +198,8 @@ def _git_story(vault: Store, row: dict[str, Any], sealed: bool) -> tuple[list[di
         event = _event(c["ts"], "commit", f"{what}: {c['subject']}", c["author"], order, commit=c["sha"][:12])
         if not sealed and before is not None and after is not None:
             event["diff"] = _diff(before, after)
+        if not sealed and order == 0 and c["status"][:1] == "A" and after is not None:
+            event["first_text"] = _snippet(after, 4 * SNIPPET)  # its text as written, before any later edit
         found.append(event)
     more = " (the newest of them)" if len(commits) == MAX_COMMITS else ""
     return found, f"git: {len(commits)} commit{'s' if len(commits) != 1 else ''} of this note{more}"
@@ -239,7 +255,7 @@ def _follow(vault: Store, meta: dict[str, Any], key: str) -> list[dict[str, Any]
         if other["id"] in seen:
             break
         seen.add(other["id"])
-        meta, body = _note(vault, other)
+        _, meta, body = _note(vault, other)
         found.append({"id": other["id"], "title": other["title"], "timestamp": _when(float(other["ts"])),
                       "status": other["status"], "text": SEALED_TEXT if _locked(vault, other) else _snippet(body)})
     return found

@@ -156,6 +156,8 @@ def ask(vault: Store, question: str, *, min_confidence: float | None = None, **r
     if not question.strip():
         raise VaultmemError("the question is empty")
     record = recall_options.pop("record_access", None)
+    if recall_options.get("as_of") is not None:  # a look at the past is no use of a memory now
+        record = False
     parsed = _parse(vault, question)
     from .ranking import Query, recall  # here: importing this module need not load numpy
 

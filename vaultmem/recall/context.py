@@ -125,6 +125,8 @@ def weave(vault: Store, query: str, budget_tokens: int = DEFAULT_BUDGET, **recal
     if not isinstance(budget_tokens, int) or budget_tokens < 1:
         raise VaultmemError(f"the token budget must be a whole number of at least 1, not {budget_tokens!r}")
     record = recall_options.pop("record_access", None)
+    if recall_options.get("as_of") is not None:  # a look at the past is no use of a memory now
+        record = False
     recall_options["limit"] = recall_options.get("limit") or CANDIDATES
     from .ranking import Query, recall  # here: importing this module need not load numpy
 

@@ -54,6 +54,7 @@ class Query:
     record_access: bool | None = None  # None: as configured (reinforcement.record_access)
     explain: bool = False  # also find what decay alone kept out of the top k (Hits.suppressed)
     semantic: bool | None = None  # also by meaning (recall/semantic.py); None: $VAULTMEM_SEMANTIC, else semantic.enabled
+    as_of: float | None = None  # POSIX seconds: answer as the vault stood then (recall/asof.py)
 
 
 @dataclass
@@ -79,13 +80,14 @@ class Hit:
     channels: dict[str, float] = field(default_factory=dict)
     feedback: dict[str, Any] = field(default_factory=dict)  # {} or {weight, up, down} (hindsight feedback)
     policy: dict[str, Any] = field(default_factory=dict)    # the note's own half_life_hours, decay_floor, pinned
+    as_of: dict[str, Any] = field(default_factory=dict)  # {} or, for Query.as_of: date, dated_by, written, status, text
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON form (documented in the README). Not asdict, whose deep copy costs ~10x
         this: a server answers ten hits a recall, hundreds of recalls a second."""
         out = {name: getattr(self, name) for name in _HIT_FIELDS}
         out.update(tags=list(self.tags), channels=dict(self.channels), feedback=dict(self.feedback),
-                   policy=dict(self.policy))  # flat: a copy each, as asdict made
+                   policy=dict(self.policy), as_of=dict(self.as_of))  # flat: a copy each, as asdict made
         return out
 
 
@@ -114,9 +116,11 @@ def recall(vault: Store, query: Query) -> Hits:
     cfg = config.ranking
     limit = int(query.limit or cfg.limit)
     now = time.time() if query.now is None else query.now
+    if query.as_of is not None:  # the moment is "now" for decay; nothing is recorded, no working set weighs
+        now = float(query.as_of)
     keep_heap()
     vault.index.catch_up(wait=False)  # a clone, a pull, a copied note: seen without a full refresh
-    hot = vault.working_set  # a long-lived process's working set: the `working` channel (recall/workingset.py)
+    hot = vault.working_set if query.as_of is None else None  # `working` channel (recall/workingset.py)
     if hot is not None:
         cfg = cfg._replace(weights=FrozenMap({**cfg.weights, "working": vault.settings.working_set.weight}))
         config = config._replace(ranking=cfg)
@@ -125,8 +129,14 @@ def recall(vault: Store, query: Query) -> Hits:
         cfg = cfg._replace(weights=FrozenMap({**cfg.weights, "semantic": vault.settings.semantic.weight}))
         config = config._replace(ranking=cfg)
     reread = False
+    then = None
     for _ in range(4):
         snap = vault.index.snapshot()
+        if query.as_of is not None:
+            from .asof import past
+
+            then = past(vault, snap, now)
+            snap = then.snap
         hot_docs = None if hot is None else hot.docs(snap.live, lambda ids: _docs_of(vault, ids))
         rows = _row_reader(vault, snap)
         ranked = _rank(snap, query, config, now, rows, hot_docs, meaning)
@@ -144,8 +154,12 @@ def recall(vault: Store, query: Query) -> Hits:
     else:
         raise VaultmemError("the index kept changing during recall; try again")
     if vault.keyring.passphrase() is not None:  # encrypted notes, opened in memory (recall/sealed.py)
-        hits = _with_sealed(vault, query, hits, limit, now, config, snap)
+        hits = _with_sealed(vault, query, hits, limit, now, config, snap, then)
+    if then is not None:
+        hits = _as_of(vault, query, hits, limit, now, config, then)
     record = vault.settings.reinforcement.record_access if query.record_access is None else query.record_access
+    if then is not None:  # a look at the past is no use of a memory now
+        record = False
     if record and hits:
         vault.record_access([h.id for h in hits], now)
     if hot is not None and record:  # hits recorded as uses are used: the best one ends most recent
@@ -156,8 +170,9 @@ def recall(vault: Store, query: Query) -> Hits:
 def _meaning(vault: Store, q: Query) -> Callable[[Snapshot, np.ndarray], Any] | None:
     """The semantic channel's search for this query (semantic.Near of a snapshot and the mask of what the
     query may see), None when semantic recall is off or there is no text. Embeds the query first, so a
-    missing extra fails before anything is read, then a bounded number of the notes not embedded yet."""
-    if not q.text.strip() or not semantic_on(vault, q.semantic):
+    missing extra fails before anything is read, then a bounded number of the notes not embedded yet.
+    An as-of recall is by words alone: the vectors are of today's texts, mapped to today's documents."""
+    if not q.text.strip() or q.as_of is not None or not semantic_on(vault, q.semantic):
         return None
     from . import semantic  # here, not above: with semantic off no embedding code is imported
 
@@ -177,17 +192,51 @@ def semantic_on(vault: Store, asked: bool | None) -> bool:
     return bool(vault.settings.semantic.enabled)
 
 
-def _with_sealed(vault: Store, q: Query, hits: Hits, limit: int, now: float, config: Settings, snap: Snapshot) -> Hits:
-    """The hits with the encrypted notes the query finds (recall/sealed.py), merged by their fused score."""
-    from .sealed import found_sealed, one_scale
-
+def _prior(snap: Snapshot, config: Settings, now: float) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """The strength prior of documents ranked apart from the index (encrypted notes, past versions)."""
     def prior(docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         inside = docs < snap.size  # a note indexed after this snapshot: no uses or feedback known yet
         found = strength_prior(snap, np.where(inside, docs, 0), config, now)
         return np.where(inside, found.effective, 0.0), np.where(inside, found.decay, 1.0)
+    return prior
+
+
+def _with_sealed(vault: Store, q: Query, hits: Hits, limit: int, now: float, config: Settings, snap: Snapshot,
+                 then: Any = None) -> Hits:
+    """The hits with the encrypted notes the query finds (recall/sealed.py), merged by their fused score;
+    with `then` (an as-of recall), only those written by then."""
+    from .sealed import found_sealed
 
     weights = _weights(config.ranking, q.text, snap)
-    found = found_sealed(vault, q, config.ranking, weights, prior, HIDDEN_STATUSES, limit)
+    found = found_sealed(vault, q, config.ranking, weights, _prior(snap, config, now), HIDDEN_STATUSES, limit)
+    if then is not None:
+        found = [(fields, terms) for fields, terms in found if then.born.get(fields["id"], now) <= then.moment]
+    return _merged(hits, found, q, config, snap, weights, limit)
+
+
+def _as_of(vault: Store, q: Query, hits: Hits, limit: int, now: float, config: Settings, then: Any) -> Hits:
+    """An as-of recall's hits: with the notes edited since, ranked by their text then (recall/asof.py), each
+    saying what dated it and its status then."""
+    from .sealed import passes, passes_opened, ranked
+
+    if then.old and "memory" in q.kinds:
+        weights = _weights(config.ranking, q.text, then.snap)
+        opened = [(row, rec) for row, rec in then.old if passes(row, q, HIDDEN_STATUSES) and passes_opened(rec, q)]
+        found = ranked(opened, q, config.ranking, weights, _prior(then.snap, config, now), limit) if opened else []
+        for fields, _ in found:
+            fields["channels"].pop("encrypted", None)
+        hits = _merged(hits, found, q, config, then.snap, weights, limit)
+    for hit in hits:
+        hit.as_of = then.told(hit.id)
+        hit.status = hit.as_of.get("status", hit.status)
+    return hits
+
+
+def _merged(hits: Hits, found: list, q: Query, config: Settings, snap: Snapshot, weights: dict[str, float],
+            limit: int) -> Hits:
+    """Hits ranked apart from the index (fields and terms each) merged into the index's, on one lexical scale."""
+    from .sealed import one_scale
+
     if not found:
         return hits
     extra = [Hit(**fields) for fields, _ in found]

@@ -28,7 +28,7 @@ from .hindsight import hit_policy
 if TYPE_CHECKING:
     from ..store.store import Store
 
-__all__ = ["found_sealed", "one_scale", "opened_memory", "opened_records"]
+__all__ = ["found_sealed", "one_scale", "opened_memory", "opened_records", "passes", "passes_opened", "ranked"]
 
 _OPENED: OrderedDict[tuple[str, str, bytes], Record] = OrderedDict()  # (file, sha, passphrase digest) -> record
 _OPENED_MAX = 20_000
@@ -89,11 +89,11 @@ def found_sealed(vault: Store, query: Any, cfg: Any, weights: dict[str, float], 
     if passphrase is None or "memory" not in query.kinds:
         return []
     rows = [r for r in vault.index.select_notes("type = ? AND +kind = 'memory'", (SEALED_TYPE,), columns=_COLUMNS)
-            if _passes(r, query, hidden)]
+            if passes(r, query, hidden)]
     if not rows:
         return []
-    opened = [(row, rec) for row, rec in opened_records(vault, passphrase, rows) if _passes_opened(rec, query)]
-    return _ranked(opened, query, cfg, weights, prior, limit)
+    opened = [(row, rec) for row, rec in opened_records(vault, passphrase, rows) if passes_opened(rec, query)]
+    return ranked(opened, query, cfg, weights, prior, limit)
 
 
 def one_scale(hits: list[Any], query_text: str, sealed: dict[str, Counter], stats: tuple[Callable, int, float],
@@ -124,7 +124,7 @@ def one_scale(hits: list[Any], query_text: str, sealed: dict[str, Counter], stat
         hit.channels["lexical"] = round(value, 6)
 
 
-def _passes(row: dict[str, Any], q: Any, hidden: tuple) -> bool:
+def passes(row: dict[str, Any], q: Any, hidden: tuple) -> bool:
     """The query's filters on what the index holds in clear."""
     status = row["status"] or "active"
     if q.status is not None:
@@ -139,7 +139,7 @@ def _passes(row: dict[str, Any], q: Any, hidden: tuple) -> bool:
     return (q.since is None or row["ts"] >= q.since) and (q.until is None or row["ts"] <= q.until)
 
 
-def _passes_opened(rec: Record, q: Any) -> bool:
+def passes_opened(rec: Record, q: Any) -> bool:
     """The query's filters on what only the opened note says (type, source, every --tag)."""
     if q.type is not None and rec.type != q.type:
         return False
@@ -149,7 +149,7 @@ def _passes_opened(rec: Record, q: Any) -> bool:
     return all(text.normalize_tag(t) in held for t in q.tags)
 
 
-def _ranked(opened: list[tuple[dict, Record]], q: Any, cfg: Any, weights: dict[str, float], prior: Callable,
+def ranked(opened: list[tuple[dict, Record]], q: Any, cfg: Any, weights: dict[str, float], prior: Callable,
             limit: int) -> list[tuple[dict[str, Any], Counter]]:
     """The opened notes the query's words or tags find (all of them for an empty query), scored by the main
     ranking's channels and weights."""

@@ -205,6 +205,7 @@ def recall(
     status: Rec["status"] = None,
     since: Rec["since"] = None,
     until: Rec["until"] = None,
+    as_of: Rec["as_of"] = None,
     include_superseded: Rec["include_superseded"] = False,
     include_candidates: Rec["include_candidates"] = False,
     include_archived: Rec["include_archived"] = False,
@@ -223,7 +224,8 @@ def recall(
       1. 客户张三合同编号 CT2024-0876
     """
     recall_command(query, tag, limit, type_, source, namespace, lifecycle, status, since, until, include_superseded,
-                   include_candidates, include_archived, explain, refresh, vault, json_out, ids, semantic)
+                   include_candidates, include_archived, explain, refresh, vault, json_out, ids, as_of,
+                   semantic)
 
 
 @app.command()
@@ -236,6 +238,7 @@ def context(
                                                  help="Memories recalled to choose from (default 30).")] = None,
     source: Rec["source"] = None,
     namespace: Rec["namespace"] = None,
+    as_of: Rec["as_of"] = None,
     semantic: Rec["semantic"] = None,
     refresh: Rec["refresh"] = True,
     vault: VaultOpt = None,
@@ -249,7 +252,7 @@ def context(
       - [from finance-bot, 2026-10-14] 客户 老张 续签后新的合同编号是 CT2024-0876
     """
     v = _refreshed(vault, refresh)
-    found = v.context(query, budget, tags=tag or [], limit=limit, source=source, namespace=namespace,
+    found = v.context(query, budget, tags=tag or [], limit=limit, source=source, namespace=namespace, as_of=as_of,
                       semantic=semantic)
     if json_out:
         print_json(found.to_dict())
@@ -263,6 +266,7 @@ def ask(
     question: Annotated[str, typer.Argument(metavar="QUESTION", help="A question about an entity's attribute.")],
     min_confidence: Annotated[Optional[float], typer.Option(
         min=0.0, max=1.0, metavar="0..1", help="Answer only at this confidence or above (default 0.6).")] = None,
+    as_of: Rec["as_of"] = None,
     semantic: Rec["semantic"] = None,
     refresh: Rec["refresh"] = True,
     vault: VaultOpt = None,
@@ -277,7 +281,7 @@ def ask(
       CT2024-0876  (confidence 1.00, 客户张三合同编号 CT2024-0876, 01M4VZM6H0TGH81P9ENBTTGEQN)
     """
     v = _refreshed(vault, refresh)
-    found = v.ask(question, min_confidence=min_confidence, semantic=semantic)
+    found = v.ask(question, min_confidence=min_confidence, as_of=as_of, semantic=semantic)
     if json_out:
         print_json(found.to_dict())
     elif found.answered:

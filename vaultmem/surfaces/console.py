@@ -79,6 +79,8 @@ RECALL_OPTIONS = {
     "status": Opt(("--status",), "Only these statuses (repeatable).", metavar="STATUS", many=True),
     "since": Opt(("--since",), "Written on or after (YYYY-MM-DD or ISO 8601).", metavar="DATE"),
     "until": Opt(("--until",), "Written on or before (YYYY-MM-DD or ISO 8601).", metavar="DATE"),
+    "as_of": Opt(("--as-of",), "Answer as the vault stood then: notes written later absent, statuses and strength "
+                 "as they were, text edited since as git held it (YYYY-MM-DD counts through its day).", metavar="DATE"),
     "include_superseded": Opt(("--include-superseded",), "Also superseded memories.", bool, default=False),
     "include_candidates": Opt(("--include-candidates",), "Also candidates waiting in the inbox.", bool,
                               default=False),
@@ -204,7 +206,7 @@ def recall_command(query: str | None, tag: list[str] | None, limit: int | None, 
                    source: str | None, namespace: str | None, lifecycle: str | None, status: list[str] | None,
                    since: str | None, until: str | None, include_superseded: bool, include_candidates: bool,
                    include_archived: bool, explain: bool, refresh: bool, vault: Path | str | None,
-                   json_out: bool, ids: bool = False, semantic: bool | None = None) -> None:
+                   json_out: bool, ids: bool = False, as_of: str | None = None, semantic: bool | None = None) -> None:
     """`vaultmem recall`: refresh, recall, print."""
     v = open_vault(vault)
     if refresh and v.settings.index.auto_refresh:
@@ -214,7 +216,7 @@ def recall_command(query: str | None, tag: list[str] | None, limit: int | None, 
     include = [status_name for flag, status_name in HIDDEN_FLAGS.items() if flags[flag]]
     hits = v.recall(query or "", tags=tag or [], limit=limit, type=type_, source=source, namespace=namespace,
                     lifecycle=lifecycle, status=status, include=include, since=since,
-                    until=until, explain=explain, semantic=semantic)
+                    until=until, explain=explain, as_of=as_of, semantic=semantic)
     if json_out:  # with --explain an object, so the list form stays what it was for every other caller
         found = [h.to_dict() for h in hits]
         print_json({"hits": found, "suppressed": hits.suppressed} if explain else found)
@@ -234,6 +236,11 @@ def _print_hit(rank: int, hit, explain: bool) -> None:
     say(f"{rank}. {hit.title}  [{hit.timestamp[:10]} · {hit.source or '-'}]  {tags}", style="title")
     say("   " + " ".join(hit.content.split())[:200])
     if explain:
+        if hit.as_of:
+            told = hit.as_of
+            say(f"   as of {told['date'][:10]}: written {told.get('written', '?')[:16]} (dated by "
+                f"{told.get('dated_by', '?')}), status then {told.get('status', '?')}, text {told.get('text', '?')}",
+                style="dim")
         parts = "  ".join(f"{k}={v:.3f}" for k, v in hit.channels.items())
         say(f"   {parts}  score={hit.score:g} decay={hit.decay:.3f} effective={hit.effective:.3f} "
             f"final={hit.final:.3f}  ({hit.path})", style="dim")

@@ -175,6 +175,8 @@ def build_server(vault: Any, default_source: str = DEFAULT_SOURCE, warm: bool = 
     # pydantic's max_length), so a longer text gets the one sentence every surface gives, with its size
     max_chars = vault.settings.write.max_text_chars
     Tags = Annotated[list[str] | None, Field(description="Tags, without '#' (several: all must match).")]
+    AsOf = Annotated[str | None, Field(description="Only to look into the past: answer as the vault stood on this "
+                                                   "date (YYYY-MM-DD or ISO 8601).")]
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                                              open_world_hint=False))
@@ -201,29 +203,32 @@ def build_server(vault: Any, default_source: str = DEFAULT_SOURCE, warm: bool = 
         query: Annotated[str, Field(description="Free text (any language; ids like CT2024 match).")] = "",
         tags: Tags = None,
         limit: Annotated[int, Field(ge=1, le=100, description="How many memories.")] = RECALL_LIMIT,
+        as_of: AsOf = None,
     ) -> Recalled:
         """Find the memories that best match a query and/or tags, best first (superseded, archived
-        and unconfirmed ones left out)."""
+        and unconfirmed ones left out); with as_of, as the vault stood on that date."""
         with _errors(ToolError):
-            return recalled(query, read().recall(query, tags=tags or [], limit=limit))
+            return recalled(query, read().recall(query, tags=tags or [], limit=limit, as_of=as_of))
 
     @server.tool(annotations=reading)
     def ask(question: Annotated[str, Field(description="A question about an entity's attribute, e.g. "
-                                                       "'what port does staging use'.")]) -> Answered:
+                                                       "'what port does staging use'.")],
+            as_of: AsOf = None) -> Answered:
         """Answer from the value a note holds, with a confidence and the note's id; below the confidence
         threshold it declines (answered false) and lists the best candidates."""
         with _errors(ToolError):
-            return read().ask(question).to_dict()
+            return read().ask(question, as_of=as_of).to_dict()
 
     @server.tool(annotations=reading)
     def context(
         query: Annotated[str, Field(description="What the prompt is about.")],
         budget: Annotated[int, Field(ge=1, description="Token budget of the block.")] = 800,
+        as_of: AsOf = None,
     ) -> Woven:
         """The memories for a query as labelled lines ('[from SOURCE, DATE] …'), duplicates removed, repeated
         events compressed, most important first, never over the token budget; `text` is the block."""
         with _errors(ToolError):
-            return read().context(query, budget).to_dict()
+            return read().context(query, budget, as_of=as_of).to_dict()
 
     @server.tool(annotations=reading)
     def show(ref: Annotated[str, Field(description="The note's id, vault path or title.")]) -> Shown:

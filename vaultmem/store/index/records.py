@@ -292,7 +292,7 @@ def index_terms(rec: Record) -> Counter:
     terms = Counter(text.terms(indexed))
     terms.update(value_terms(rec.value))
     terms.update(map(tag_term, rec.tags))
-    terms.update(map(_link_term, rec.links))
+    terms.update(map(link_term, rec.links))
     if rec.body.rstrip().endswith(("?", "？")):
         terms[QUESTION_TERM] = 1
     return terms
@@ -319,7 +319,7 @@ def amended_terms(like: Record, rec: Record) -> Counter:
     """
     if (like.title, like.body, like.value, like.aliases) != (rec.title, rec.body, rec.value, rec.aliases):
         return index_terms(rec)
-    return _swapped(like.terms, _tag_and_link_terms(like), _tag_and_link_terms(rec))
+    return _swapped(like.terms, _tag_andlink_terms(like), _tag_andlink_terms(rec))
 
 
 def appended_record(like: Record, data: bytes, added: str, stat: tuple[int, int]) -> Record | None:
@@ -340,7 +340,7 @@ def appended_record(like: Record, data: bytes, added: str, stat: tuple[int, int]
     links = [link for link in extract_links(added) if link not in known]
     terms = Counter(like.terms)
     terms.update(text.terms(added))
-    terms.update(map(_link_term, links))
+    terms.update(map(link_term, links))
     body = like.body + added
     terms.pop(QUESTION_TERM, None)
     if body.rstrip().endswith(("?", "？")):
@@ -349,9 +349,9 @@ def appended_record(like: Record, data: bytes, added: str, stat: tuple[int, int]
                    links=[*like.links, *links], terms=terms)
 
 
-def _tag_and_link_terms(rec: Record) -> list[str]:
+def _tag_andlink_terms(rec: Record) -> list[str]:
     """The part of index_terms that comes from a record's tags and links."""
-    return [*text.terms(" ".join(rec.tags)), *map(tag_term, rec.tags), *map(_link_term, rec.links)]
+    return [*text.terms(" ".join(rec.tags)), *map(tag_term, rec.tags), *map(link_term, rec.links)]
 
 
 def tag_term(tag: str) -> str:
@@ -359,7 +359,7 @@ def tag_term(tag: str) -> str:
     return TAG_PREFIX + "_".join(text.normalize_tag(tag).split())
 
 
-def _link_term(link: str) -> str:
+def link_term(link: str) -> str:
     """The exact term of a link target (`@target`)."""
     return LINK_PREFIX + " ".join(link_key(link).split())
 
@@ -399,7 +399,7 @@ def split_terms(blob: str) -> tuple[list[str], list[str]]:
 def relink(rec: Record, links: list[str]) -> None:
     """Give a record other link targets (a property of its note now links another note): only the
     link terms change."""
-    terms = _swapped(rec.terms, map(_link_term, rec.links), map(_link_term, links))
+    terms = _swapped(rec.terms, map(link_term, rec.links), map(link_term, links))
     rec.terms = encode_terms(terms) if isinstance(rec.terms, str) else terms
     rec.links = links
 

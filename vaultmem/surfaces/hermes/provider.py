@@ -62,7 +62,9 @@ TOOL_SCHEMAS = [
      "parameters": {"type": "object", "properties": {
          "query": {"type": "string", "description": "What to look for (words, names, ids)."},
          "tags": {"type": "array", "items": {"type": "string"}, "description": "Only memories with these tags."},
-         "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "At most this many (10)."}},
+         "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "At most this many (10)."},
+         "as_of": {"type": "string", "description": "Only to look into the past: answer as the vault stood on this "
+                                                    "date (YYYY-MM-DD or ISO 8601)."}},
          "required": ["query"]}},
     {"name": "vault_ask",
      "description": "Answer a question about a stored value (\"what port does staging use\", \"张三的合同编号\") "
@@ -314,9 +316,11 @@ class VaultmemProvider:
         if not query.strip() and not tags:
             raise VaultmemError("give a query (or tags) to recall")
         limit = _limit(args.get("limit"))
-        hits = self._open().recall(query, tags=tags, limit=limit, namespace=self._namespaces())
+        as_of = str(args.get("as_of") or "").strip() or None
+        hits = self._open().recall(query, tags=tags, limit=limit, namespace=self._namespaces(), as_of=as_of)
         return {"results": [{"id": h.id, "title": h.title, "content": h.content, "source": h.source,
-                             "date": h.timestamp[:10], "score": round(h.final, 3)} for h in hits]}
+                             "date": h.timestamp[:10], "score": round(h.final, 3),
+                             **({"status_then": h.as_of.get("status", "")} if h.as_of else {})} for h in hits]}
 
     def _tool_why(self, args: dict[str, Any]) -> dict[str, Any]:
         story = self._open().why(_text_arg(args, "id")).to_dict()

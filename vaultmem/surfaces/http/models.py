@@ -67,6 +67,8 @@ class RecallQuery(_Strict):
         None, description="Hidden statuses to show as well.")
     explain: bool = Field(False, description="With each hit's channels; `suppressed` lists what decay kept out.")
     semantic: bool | None = Field(None, description="Also by meaning (the `semantic` extra); default: semantic.enabled.")
+    as_of: str | None = Field(None, description="Answer as the vault stood then (YYYY-MM-DD counts through its "
+                                                "day, or ISO 8601): each hit's `as_of` says what dated it.")
 
 
 class ContextQuery(_Strict):
@@ -77,6 +79,8 @@ class ContextQuery(_Strict):
     source: str | None = None
     namespace: Namespaces = None
     semantic: bool | None = Field(None, description="Also by meaning (the `semantic` extra); default: semantic.enabled.")
+    as_of: str | None = Field(None, description="Answer as the vault stood then (YYYY-MM-DD counts through its "
+                                                "day, or ISO 8601): each hit's `as_of` says what dated it.")
 
 
 class AskQuery(_Strict):
@@ -84,6 +88,8 @@ class AskQuery(_Strict):
     min_confidence: float | None = Field(None, ge=0, le=1, description="Answer only at this confidence or above.")
     namespace: Namespaces = None
     semantic: bool | None = Field(None, description="Also by meaning (the `semantic` extra); default: semantic.enabled.")
+    as_of: str | None = Field(None, description="Answer as the vault stood then (YYYY-MM-DD counts through its "
+                                                "day, or ISO 8601): each hit's `as_of` says what dated it.")
 
 
 class ChangesQuery(_Strict):
