@@ -209,3 +209,15 @@ def test_threads_and_processes_storing_rows_at_once_lose_none(tmp_path):
     for thread in threads:
         thread.join()
     assert len(Vectors(tmp_path / "v")) == 40
+
+
+def test_a_hand_edit_is_embedded_again_and_found_by_its_new_meaning(notes):
+    assert _titles(notes.recall(QUESTION, semantic=True))[0] == SCHOOL  # the row map of this generation is read
+    school = notes.recall("Oakwood")[0]
+    path = notes.root / school.path
+    path.write_text(path.read_text(encoding="utf-8").replace(SCHOOL, "Our kid's kindergarten is Little Acorns"),
+                    encoding="utf-8")
+    notes.refresh()
+    hits = notes.recall(QUESTION, semantic=True, explain=True)
+    assert hits[0].content == "Our kid's kindergarten is Little Acorns" and hits[0].channels["semantic"] == 1.0
+    assert len(notes.index.vectors) == 3  # its row replaced, not added

@@ -163,7 +163,7 @@ def nearest(vault: Store, snap: Snapshot, query: np.ndarray, allowed: np.ndarray
     version, ids, sims = vault.index.vectors.similarities(query)
     docs = _row_docs(vault, snap, version, ids)
     by_doc = np.full(snap.size, np.nan, dtype=np.float32)
-    placed = docs >= 0
+    placed = (docs >= 0) & (docs < snap.size)  # a note rewritten since this snapshot: by words alone this once
     by_doc[docs[placed]] = sims[placed]
     mine = np.flatnonzero(placed)
     mine = mine[allowed[docs[mine]]]
@@ -175,13 +175,41 @@ def nearest(vault: Store, snap: Snapshot, query: np.ndarray, allowed: np.ndarray
 
 
 def _row_docs(vault: Store, snap: Snapshot, version: tuple, ids: list[str]) -> np.ndarray:
-    """The snapshot's document of each vector row's note (-1: none), memoised per snapshot and vector version."""
+    """The document of each vector row's note (-1: none), memoised per snapshot and vector version."""
     memo = snap.memo.setdefault("vector_docs", {})
     found = memo.get(version)
     if found is None:
-        doc_of = {r["id"]: r["doc"] for r in vault.index.select_notes("kind = 'memory' AND doc < ?", (snap.size,),
-                                                                       order="doc", columns=("id", "doc"))}
+        doc_of = _doc_of(vault, snap)
         found = np.fromiter((doc_of.get(key, -1) for key in ids), dtype=np.int64, count=len(ids))
         memo.clear()
         memo[version] = found
     return found
+
+
+class _Docs(NamedTuple):
+    """Each memory id's latest document below `size` in one generation of the index."""
+
+    generation: tuple
+    size: int
+    doc_of: dict[str, int]
+
+
+_docs: dict[str, _Docs] = {}  # by index folder: advanced snapshot by snapshot, as the snapshot itself is
+_docs_lock = threading.Lock()
+
+
+def _doc_of(vault: Store, snap: Snapshot) -> dict[str, int]:
+    """Memory id -> document, read whole once per generation and then only for the documents written since
+    (a document number is never reused within a generation; a rewritten note's new one replaces the old)."""
+    where = str(vault.index.cache_dir)
+    generation = (snap.generation, snap.stamp)
+    with _docs_lock:
+        known = _docs.get(where)
+        if known is None or known.generation != generation:
+            known = _Docs(generation, 0, {})
+        if known.size < snap.size:
+            rows = vault.index.select_notes("kind = 'memory' AND doc >= ? AND doc < ?", (known.size, snap.size),
+                                            order="doc", columns=("id", "doc"))
+            known = _Docs(generation, snap.size, {**known.doc_of, **{r["id"]: r["doc"] for r in rows}})
+        _docs[where] = known
+        return known.doc_of
