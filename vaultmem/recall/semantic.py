@@ -29,7 +29,7 @@ __all__ = ["Embedded", "Near", "embed_all", "embed_notes", "model", "nearest", "
 
 _MODEL = None
 _MODEL_LOCK = threading.RLock()  # one call into the model at a time: its C engine's reentrancy is not documented
-_BATCH = 32  # notes a model call embeds: a query of another thread waits at most one batch (~0.5 s)
+_BATCH = 32  # notes a model call embeds: a query of another thread waits at most one batch
 _NOTE_COLUMNS = ("doc", "id", "type", "body")
 
 
