@@ -116,6 +116,8 @@ class VaultmemSystem:
         items = [{"text": t.text, "timestamp": t.when.isoformat(), "source": t.speaker, "episode": t.episode,
                   "lifecycle": "event"} for t in conversation.turns]
         results = self.vault.remember_many(items)
+        if self.vault.settings.semantic.enabled:  # as `vaultmem embed` would in the background: recalls then time recall alone
+            self.vault.embed()
         grouped: dict[str, set[str]] = defaultdict(set)
         for turn, result in zip(conversation.turns, results, strict=True):
             grouped[result.id].add(turn.dia_id)  # merged or identical turns share one note
@@ -374,6 +376,10 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="override a vaultmem setting for this run, e.g. ranking.bm25_b=0.75 (repeatable)")
     parser.add_argument("--config", type=Path, help="a YAML file of vaultmem settings for this run")
+    parser.add_argument("--semantic", action="store_true", help="recall by meaning too (semantic.enabled: true; the "
+                        "notes are embedded after ingest, which ingest_s includes)")
+    parser.add_argument("--semantic-weights", metavar="W,W,...", help="with --semantic, also these semantic.weight "
+                        "variants (asked of the same embedded vault)")
     parser.add_argument("--json", type=Path, help="write the figures to this file")
     parser.add_argument("--misses", type=Path, help="write vaultmem's misses (gold not all in the top 10) here")
 
@@ -381,7 +387,13 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
 def run_and_report(conversations: list[Conversation], args: argparse.Namespace, categories: dict[str, str],
                    variants: dict[str, dict] | None = None) -> dict:
     """Evaluate, print the tables, write --json and --misses; the report."""
-    plan = Plan(categories, parse_overrides(args.sets, args.config), variants)
+    overrides = parse_overrides(args.sets, args.config)
+    if args.semantic:
+        overrides = merged(overrides, {"semantic": {"enabled": True}})
+    if args.semantic and args.semantic_weights:
+        variants = {**(variants or {}), **{f"semantic weight {w}": {"semantic": {"weight": float(w)}}
+                                           for w in args.semantic_weights.split(",")}}
+    plan = Plan(categories, overrides, variants)
     start = time.perf_counter()
     report = evaluate(conversations, plan)
     misses = report.pop("misses")

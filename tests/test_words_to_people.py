@@ -41,6 +41,7 @@ WALKED: dict[str, list[tuple[list[str], int]]] = {
     "why": [(["why", "{id}"], 0), (["why", "Coffee order"], 0), (["why", "no such note at all"], 1)],
     "list": [(["list", "--limit", "5"], 0), (["list", "--all-tags"], 0)],
     "reindex": [(["reindex"], 0)],
+    "embed": [(["embed"], 0)],
     "doctor": [(["doctor"], 3)],
     "lint": [(["lint"], 3)],
     "watch": [(["watch", "--stop-after", "0.3"], 0)],

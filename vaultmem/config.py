@@ -132,6 +132,12 @@ working_set:              # long-lived processes (MCP server, Hermes provider): 
   size: 2048              # memories kept; the least recently written or used leave first (recall/workingset.py)
   weight: 0.1             # recall's `working` channel: a candidate in the set gains this (a prior, like strength)
 
+semantic:                 # recall by meaning (docs/semantic.md; the `semantic` extra): off unless asked for
+  enabled: false          # true: recall also searches the notes' vectors (recall --semantic / --no-semantic, $VAULTMEM_SEMANTIC)
+  weight: 0.5             # the semantic channel's weight: cosine to the query, 1 for the nearest note, 0 from the candidates-th on
+  candidates: 100         # the notes nearest the query (that the query may see) join the lexical candidates
+  embed_inline: 256       # at most this many notes not yet embedded are embedded by a recall first; the rest by `vaultmem embed`
+
 sync:                     # `vaultmem sync` and the pre-commit hook (`vaultmem hook install`)
   max_deletions: 50       # the hook refuses a commit that deletes more notes than this (a mass deletion)
 
@@ -205,7 +211,8 @@ _EITHER: dict[str, tuple[Any, ...]] = {"ranking.bm25_b": ("auto", 0.5)}
 _RULES: dict[str, tuple[str, Any]] = {
     "ranking.limit": ("a positive integer", lambda v: isinstance(v, int) and v >= 1),
     **dict.fromkeys(["http.max_body_bytes", "http.max_batch"], ("a positive integer", lambda v: isinstance(v, int) and v >= 1)),
-    "working_set.size": ("a positive integer", lambda v: isinstance(v, int) and v >= 1),
+    **dict.fromkeys(["working_set.size", "semantic.candidates"], ("a positive integer",
+                                                                  lambda v: isinstance(v, int) and v >= 1)),
     "write.max_text_chars": ("a positive integer", lambda v: isinstance(v, int) and v >= 1),
     "consolidate.min_repeats": ("an integer of 2 or more", lambda v: isinstance(v, int) and v >= 2),
     "consolidate.min_shared": ("a positive integer", lambda v: isinstance(v, int) and v >= 1),
@@ -216,13 +223,13 @@ _RULES: dict[str, tuple[str, Any]] = {
                                          lambda v: len(v) == 2 and 0 < v[0] <= v[1]),
     **dict.fromkeys(["ranking.fuzzy_rescore", "ranking.feedback_docs", "ranking.feedback_terms",
                      "write.statement_chars", "write.merge_cap",
-                     "index.compact_min", "sync.max_deletions", "http.rate_per_minute"], _COUNT),
+                     "index.compact_min", "sync.max_deletions", "http.rate_per_minute", "semantic.embed_inline"], _COUNT),
     **dict.fromkeys(["write.near_duplicate", "ranking.common_term_ratio"], _SHARE),
     "ranking.bm25_b": ("a number from 0 to 1, or auto", lambda v: v == "auto" if isinstance(v, str) else 0 <= v <= 1),
     **dict.fromkeys(["write.merge_bonus", "write.reinforce_hours", "ranking.rrf_k", "ranking.bm25_k1", "reinforcement.reward",
                      "reinforcement.max_reward", "index.compact_ratio", "ranking.feedback_scale",
                      "ranking.feedback_max_weight", "gc.threshold", "gc.unused_days",
-                     "working_set.weight", "index.sweep_budget", "index.sweep_every"], _NOT_NEGATIVE),
+                     "working_set.weight", "semantic.weight", "index.sweep_budget", "index.sweep_every"], _NOT_NEGATIVE),
     "half_life_hours.*": ("a number of 0 or more, or null", lambda v: v >= 0),
     "defaults.score": ("a number from 0 to 10", lambda v: 0 <= v <= 10),
     "hooks.run": ("a list of hooks with unique names, each {name, command: TEXT or entry_point: 'module:function', "

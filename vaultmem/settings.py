@@ -162,6 +162,13 @@ class WorkingSetSettings(NamedTuple):
     weight: float
 
 
+class SemanticSettings(NamedTuple):
+    enabled: bool
+    weight: float
+    candidates: int
+    embed_inline: int
+
+
 class SyncSettings(NamedTuple):
     max_deletions: int
 
@@ -207,6 +214,7 @@ class Settings(NamedTuple):
     gc: GcSettings
     consolidate: ConsolidateSettings
     working_set: WorkingSetSettings
+    semantic: SemanticSettings
     sync: SyncSettings
     encryption: EncryptionSettings
     hooks: HookSettings
@@ -285,7 +293,7 @@ def _deep_update(base: dict[str, Any], over: Mapping[str, Any]) -> None:
 # the section classes a field may hold (its annotation is the class)
 _SECTIONS = frozenset((Folders, NoteDefaults, WriteSettings, PolicySettings, RankingSettings, Cues, ImportancePoints,
                        ExtractionSettings, ReinforcementSettings, GcSettings, ConsolidateSettings, WorkingSetSettings,
-                       SyncSettings, EncryptionSettings, HookSettings, IndexSettings, HttpSettings))
+                       SemanticSettings, SyncSettings, EncryptionSettings, HookSettings, IndexSettings, HttpSettings))
 
 
 @functools.cache
@@ -303,5 +311,5 @@ def load_settings(path: Path, cache: Path | None = None) -> Settings:
 
 __all__ = ["ConsolidateSettings", "Cues", "EncryptionSettings", "ExtractionSettings", "Folders", "FrozenMap", "GcSettings", "HookSettings", "HttpSettings",
            "ImportancePoints", "IndexSettings", "NoteDefaults", "PolicySettings", "RankingSettings",
-           "ReinforcementSettings", "Settings", "SyncSettings", "WorkingSetSettings", "WriteSettings",
+           "ReinforcementSettings", "SemanticSettings", "Settings", "SyncSettings", "WorkingSetSettings", "WriteSettings",
            "default_settings", "load_settings"]

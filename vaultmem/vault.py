@@ -18,11 +18,11 @@ __all__ = ["OWNER_ONLY", "Vault"]
 # sync commits and pulls them all, the hooks and the watcher serve the whole vault; the HTTP tokens open
 # it to other callers; a namespace's encryption is set in the vault's config.yaml, and a rekey re-seals every
 # encrypted note; the dashboard writes into the person's vault, and the report shows every namespace with
-# doctor's findings).
+# doctor's findings; embed counts and embeds every namespace's notes).
 OWNER_ONLY = ("doctor", "repair", "gc", "sync", "install_hook", "uninstall_hook", "check_staged",
               "lambda_estimate", "watch", "add_token", "tokens", "revoke_token", "token_for", "hook_list",
               "enable_hook", "disable_hook", "test_hook", "wait_for_hooks", "encrypt_namespace", "decrypt_namespace",
-              "rekey", "dashboard", "report")
+              "rekey", "dashboard", "report", "embed")
 
 
 def _owner_only(vault: Store, operation: str) -> None:
@@ -92,7 +92,8 @@ class Vault(Store):
 
     def recall(self, query: str = "", **options: Any):
         """Recall memories for free text and/or tags. Options are the fields of recall.Query
-        (tags, limit, type, source, namespace, lifecycle, status, since, until, kinds, now, explain, as_of);
+        (tags, limit, type, source, namespace, lifecycle, status, since, until, kinds, now, explain, as_of,
+        semantic);
         since/until/as_of are POSIX seconds or text (`2026-06-30` or ISO 8601; a bare `until` or `as_of`
         date counts through its day). With as_of the answer is the vault as it stood then (recall/asof.py):
         each hit's `as_of` says what dated it, its status then and where its text came from. Returns a ranking.Hits list; with explain=True its `suppressed` lists what decay hid."""
@@ -113,6 +114,14 @@ class Vault(Store):
         from .recall.answer import ask
 
         return ask(self, question, **_dated(options))
+
+    def embed(self, progress: Callable[[int, int], None] | None = None):
+        """Embed every memory whose text has no current vector, for recall by meaning (the `semantic` extra;
+        recall/semantic.py); encrypted notes never are. Returns a semantic.Embedded of the counts."""
+        _owner_only(self, "embed")
+        from .recall.semantic import embed_all
+
+        return embed_all(self, progress)
 
     def get(self, ref: str):
         """The memory named by id, vault path or title (a catalog.Memory)."""

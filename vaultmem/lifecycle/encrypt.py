@@ -78,6 +78,7 @@ def encrypt(vault: Store, refs: list[str], namespace: str | None = None) -> Seal
         vault.audit([{"event": "encrypt", "id": n["id"], "path": n["path"]} for n in done.notes])
         if done.notes:  # their words were indexed while they were plain: the sidecar is made anew without them
             vault.index.scrub()
+            vault.index.vectors.drop([row["id"] for row in rows] + [n["id"] for n in done.notes])  # and their meaning
             vault.index.refresh(force=True)
         vault.index.wrote()
     return done

@@ -1,5 +1,5 @@
-"""recall: a query -> channels (lexical, tags, graph, source, episode, contiguity, question, strength)
--> one fused, explainable ranking."""
+"""recall: a query -> channels (lexical, tags, graph, source, episode, contiguity, question, strength, and
+semantic when asked for) -> one fused, explainable ranking."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 HIDDEN_STATUSES = ("superseded", "archived", "candidate")
 _RECENT = text.LazyPattern(r"\b(latest|recent|recently|newest|last time|lately|most recent)\b|最近|上次|最新|近来|近期|刚才")
 _MAX_ENTITY_HITS = 8
+SEMANTIC_ENV = "VAULTMEM_SEMANTIC"
 
 
 @dataclass
@@ -52,6 +53,7 @@ class Query:
     now: float | None = None
     record_access: bool | None = None  # None: as configured (reinforcement.record_access)
     explain: bool = False  # also find what decay alone kept out of the top k (Hits.suppressed)
+    semantic: bool | None = None  # also by meaning (recall/semantic.py); None: $VAULTMEM_SEMANTIC, else semantic.enabled
     as_of: float | None = None  # POSIX seconds: answer as the vault stood then (recall/asof.py)
 
 
@@ -123,6 +125,10 @@ def recall(vault: Store, query: Query) -> Hits:
     if hot is not None:
         cfg = cfg._replace(weights=FrozenMap({**cfg.weights, "working": vault.settings.working_set.weight}))
         config = config._replace(ranking=cfg)
+    meaning = _meaning(vault, query)
+    if meaning is not None:  # only then: with semantic off a recall ranks (and explains) as before
+        cfg = cfg._replace(weights=FrozenMap({**cfg.weights, "semantic": vault.settings.semantic.weight}))
+        config = config._replace(ranking=cfg)
     reread = False
     then = None
     for _ in range(4):
@@ -134,7 +140,7 @@ def recall(vault: Store, query: Query) -> Hits:
             snap = then.snap
         hot_docs = None if hot is None else hot.docs(snap.live, lambda ids: _docs_of(vault, ids))
         rows = _row_reader(vault, snap)
-        ranked = _rank(snap, query, config, now, rows, hot_docs)
+        ranked = _rank(snap, query, config, now, rows, hot_docs, meaning)
         if ranked is None:
             hits = Hits()
             break
@@ -160,6 +166,31 @@ def recall(vault: Store, query: Query) -> Hits:
     if hot is not None and record:  # hits recorded as uses are used: the best one ends most recent
         hot.promote(Entry(h.id, h.path, h.title) for h in reversed(hits))
     return hits
+
+
+def _meaning(vault: Store, q: Query) -> Callable[[Snapshot, np.ndarray], Any] | None:
+    """The semantic channel's search for this query (semantic.Near of a snapshot and the mask of what the
+    query may see), None when semantic recall is off or there is no text. Embeds the query first, so a
+    missing extra fails before anything is read, then a bounded number of the notes not embedded yet.
+    An as-of recall is by words alone: the vectors are of today's texts, mapped to today's documents."""
+    if not q.text.strip() or q.as_of is not None or not semantic_on(vault, q.semantic):
+        return None
+    from . import semantic  # here, not above: with semantic off no embedding code is imported
+
+    settings = vault.settings.semantic
+    vector = semantic.query_vector(q.text)
+    semantic.catch_up(vault, vault.index.snapshot(), int(settings.embed_inline))
+    return lambda snap, allowed: semantic.nearest(vault, snap, vector, allowed, int(settings.candidates))
+
+
+def semantic_on(vault: Store, asked: bool | None) -> bool:
+    """Whether a recall searches by meaning: what the call asked, else $VAULTMEM_SEMANTIC, else semantic.enabled."""
+    if asked is not None:
+        return asked
+    given = os.environ.get(SEMANTIC_ENV, "").strip().lower()
+    if given:
+        return given in ("1", "true", "yes", "on")
+    return bool(vault.settings.semantic.enabled)
 
 
 def _prior(snap: Snapshot, config: Settings, now: float) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
@@ -386,13 +417,14 @@ def _half_lives(snap: Snapshot, table: Mapping[str, float | None], docs: np.ndar
 
 
 def _rank(snap: Snapshot, q: Query, config: Settings, now: float, rows: Callable[..., dict | None],
-          hot: np.ndarray | None = None):
+          hot: np.ndarray | None = None, meaning: Callable[[Snapshot, np.ndarray], Any] | None = None):
     """Candidates with their channel values, effective strength and decay; None when nothing matches.
 
     Candidates come from the posting lists the query touches (never a pass over every note,
     except for a recall with neither text nor tags, which ranks every visible note by strength).
     `rows` is Index.rows: feedback reads the text of the first pass's best memories. `hot`: the
-    documents of a working set (a `working` channel), None without one.
+    documents of a working set (a `working` channel), None without one. `meaning`: the semantic search
+    (recall's _meaning), whose nearest notes join the candidates through the same filters.
     """
     cfg = config.ranking
     if cfg.bm25_b == "auto":
@@ -413,6 +445,11 @@ def _rank(snap: Snapshot, q: Query, config: Settings, now: float, rows: Callable
     else:
         docs = np.flatnonzero(snap.live)
     docs = _filter(snap, q, docs.astype(np.int64))
+    meant = None  # the semantic search's semantic.Near
+    if meaning is not None:
+        meant = meaning(snap, _passing(snap, q))
+        joined = _filter(snap, q, meant.docs)
+        docs = np.union1d(docs, joined if required is None else np.intersect1d(joined, required))
     if not len(docs):
         return None
     boost = None  # pseudo-relevance feedback, per candidate
@@ -455,6 +492,8 @@ def _rank(snap: Snapshot, q: Query, config: Settings, now: float, rows: Callable
     }
     if hot is not None:  # only with a working set: a one-off process ranks (and explains) as before
         channels["working"] = np.isin(docs, hot).astype(np.float32)
+    if meant is not None:
+        channels["semantic"] = meant.channel(docs)
     return docs, channels, prior, unknown
 
 
@@ -609,5 +648,5 @@ def _source_channel(snap: Snapshot, docs: np.ndarray, query_norm: str) -> np.nda
     return np.isin(snap.codes["source"][docs], named).astype(np.float32) if named else np.zeros(len(docs), np.float32)
 
 
-__all__ = ["HIDDEN_STATUSES", "Hit", "Hits", "Query", "effective_strength",
-           "length_b", "length_spread", "recall", "strength_prior"]
+__all__ = ["HIDDEN_STATUSES", "SEMANTIC_ENV", "Hit", "Hits", "Query", "effective_strength",
+           "length_b", "length_spread", "recall", "semantic_on", "strength_prior"]

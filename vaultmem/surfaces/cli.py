@@ -210,6 +210,7 @@ def recall(
     include_candidates: Rec["include_candidates"] = False,
     include_archived: Rec["include_archived"] = False,
     explain: Rec["explain"] = False,
+    semantic: Rec["semantic"] = None,
     refresh: Rec["refresh"] = True,
     ids: Rec["ids"] = False,
     vault: Rec["vault"] = None,
@@ -223,7 +224,8 @@ def recall(
       1. 客户张三合同编号 CT2024-0876
     """
     recall_command(query, tag, limit, type_, source, namespace, lifecycle, status, since, until, include_superseded,
-                   include_candidates, include_archived, explain, refresh, vault, json_out, ids, as_of)
+                   include_candidates, include_archived, explain, refresh, vault, json_out, ids, as_of,
+                   semantic)
 
 
 @app.command()
@@ -237,6 +239,7 @@ def context(
     source: Rec["source"] = None,
     namespace: Rec["namespace"] = None,
     as_of: Rec["as_of"] = None,
+    semantic: Rec["semantic"] = None,
     refresh: Rec["refresh"] = True,
     vault: VaultOpt = None,
     json_out: JsonOpt = False,
@@ -249,7 +252,8 @@ def context(
       - [from finance-bot, 2026-10-14] 客户 老张 续签后新的合同编号是 CT2024-0876
     """
     v = _refreshed(vault, refresh)
-    found = v.context(query, budget, tags=tag or [], limit=limit, source=source, namespace=namespace, as_of=as_of)
+    found = v.context(query, budget, tags=tag or [], limit=limit, source=source, namespace=namespace, as_of=as_of,
+                      semantic=semantic)
     if json_out:
         print_json(found.to_dict())
         return
@@ -263,6 +267,7 @@ def ask(
     min_confidence: Annotated[Optional[float], typer.Option(
         min=0.0, max=1.0, metavar="0..1", help="Answer only at this confidence or above (default 0.6).")] = None,
     as_of: Rec["as_of"] = None,
+    semantic: Rec["semantic"] = None,
     refresh: Rec["refresh"] = True,
     vault: VaultOpt = None,
     json_out: JsonOpt = False,
@@ -276,7 +281,7 @@ def ask(
       CT2024-0876  (confidence 1.00, 客户张三合同编号 CT2024-0876, 01M4VZM6H0TGH81P9ENBTTGEQN)
     """
     v = _refreshed(vault, refresh)
-    found = v.ask(question, min_confidence=min_confidence, as_of=as_of)
+    found = v.ask(question, min_confidence=min_confidence, as_of=as_of, semantic=semantic)
     if json_out:
         print_json(found.to_dict())
     elif found.answered:
@@ -526,6 +531,7 @@ from . import cli_consolidate  # noqa: E402,F401
 from . import cli_http  # noqa: E402,F401
 from . import cli_hooks  # noqa: E402,F401
 from . import cli_encrypt  # noqa: E402,F401
+from . import cli_semantic  # noqa: E402,F401
 from . import cli_overview  # noqa: E402,F401
 
 

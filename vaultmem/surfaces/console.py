@@ -44,6 +44,8 @@ JSON = Opt(("--json",), "Print JSON (stable fields, see README) instead of text;
 TAG = Opt(("--tag", "-t"), "A tag (repeatable).", metavar="TAG", many=True)
 IDS = Opt(("--ids",), "Print only the ids, one a line (for scripts).", bool, default=False)
 LIMIT = Opt(("--limit", "-k"), "How many hits.", int, "N", minimum=1)
+SEMANTIC = Opt(("--semantic",), "Also recall by meaning (the 'semantic' extra; default: semantic.enabled in the "
+               "config, or $VAULTMEM_SEMANTIC).", bool, negatable=True)
 
 REMEMBER_OPTIONS = {
     "tag": TAG,
@@ -84,6 +86,7 @@ RECALL_OPTIONS = {
                               default=False),
     "include_archived": Opt(("--include-archived",), "Also archived (forgotten) memories.", bool, default=False),
     "explain": Opt(("--explain",), "Show each hit's channel scores, decay and final score.", bool, default=False),
+    "semantic": SEMANTIC,
     "refresh": Opt(("--refresh",), "Re-read notes changed on disk first.", bool, default=True, negatable=True),
     "ids": IDS,
     "vault": VAULT,
@@ -203,7 +206,7 @@ def recall_command(query: str | None, tag: list[str] | None, limit: int | None, 
                    source: str | None, namespace: str | None, lifecycle: str | None, status: list[str] | None,
                    since: str | None, until: str | None, include_superseded: bool, include_candidates: bool,
                    include_archived: bool, explain: bool, refresh: bool, vault: Path | str | None,
-                   json_out: bool, ids: bool = False, as_of: str | None = None) -> None:
+                   json_out: bool, ids: bool = False, as_of: str | None = None, semantic: bool | None = None) -> None:
     """`vaultmem recall`: refresh, recall, print."""
     v = open_vault(vault)
     if refresh and v.settings.index.auto_refresh:
@@ -213,7 +216,7 @@ def recall_command(query: str | None, tag: list[str] | None, limit: int | None, 
     include = [status_name for flag, status_name in HIDDEN_FLAGS.items() if flags[flag]]
     hits = v.recall(query or "", tags=tag or [], limit=limit, type=type_, source=source, namespace=namespace,
                     lifecycle=lifecycle, status=status, include=include, since=since,
-                    until=until, explain=explain, as_of=as_of)
+                    until=until, explain=explain, as_of=as_of, semantic=semantic)
     if json_out:  # with --explain an object, so the list form stays what it was for every other caller
         found = [h.to_dict() for h in hits]
         told = {"hits": found, "suppressed": hits.suppressed, **({"history": hits.history} if as_of else {})}
@@ -424,7 +427,7 @@ def guarded(fn, *args: Any, json_out: bool = False, **kwargs: Any) -> int:
     return 0
 
 
-__all__ = ["CLI_NAMES", "DISTRIBUTION", "HIDDEN_FLAGS", "IDS", "JSON", "LIMIT", "MissingExtra", "Opt", "RECALL_OPTIONS", "REMEMBER_OPTIONS", "TAG",
+__all__ = ["CLI_NAMES", "DISTRIBUTION", "HIDDEN_FLAGS", "IDS", "JSON", "LIMIT", "MissingExtra", "Opt", "RECALL_OPTIONS", "REMEMBER_OPTIONS", "SEMANTIC", "TAG",
            "VAULT", "VAULT_ENV", "check_lifecycle", "colour", "error_message", "fast_recall", "fast_remember",
            "given_vault", "guarded", "installed", "one_blas_thread", "open_vault", "print_json", "read_stdin", "reader_left",
            "recall_command", "remember_command", "report_error", "say", "terminal_safe", "version_line"]

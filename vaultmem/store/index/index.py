@@ -42,6 +42,7 @@ from ..writelock import DEFAULT_TIMEOUT
 if TYPE_CHECKING:  # numpy and the snapshot load only when postings are built or read: a write does neither
     from ...settings import NoteDefaults
     from .snapshot import PostingsBuilder, Snapshot
+    from .vectors import Vectors
 
 CHUNK = 512  # files per parse job
 BULK_ROWS = 5000  # rows from which an upsert that outnumbers the indexed notes rebuilds the lookups
@@ -86,7 +87,19 @@ class Index(Freshness, EventFolding, ChangeFeed, Sidecar):
         self._sketches = SketchReader()  # the current generation's near-duplicate sketch files, memory-mapped
         self._snapshot_version = ""
         self._wrote_in: set[str] = set()  # vault folders of the notes indexed since the last wrote()
+        self._vectors: Vectors | None = None
+        self._lock_timeout = lock_timeout
         super().__init__(cache_dir, lock_timeout)  # last: a damaged sidecar is rebuilt with the fields above
+
+    @property
+    def vectors(self) -> Vectors:
+        """The semantic channel's vectors beside the sidecar (store/index/vectors.py), opened on first use."""
+        with self._lock:
+            if self._vectors is None:
+                from .vectors import Vectors
+
+                self._vectors = Vectors(self.cache_dir / "vectors", self._lock_timeout)
+            return self._vectors
 
     def _forget_loaded(self) -> None:
         with self._lock:

@@ -66,6 +66,7 @@ class RecallQuery(_Strict):
     include: list[Literal["superseded", "candidate", "archived"]] | None = Field(
         None, description="Hidden statuses to show as well.")
     explain: bool = Field(False, description="With each hit's channels; `suppressed` lists what decay kept out.")
+    semantic: bool | None = Field(None, description="Also by meaning (the `semantic` extra); default: semantic.enabled.")
     as_of: str | None = Field(None, description="Answer as the vault stood then (YYYY-MM-DD counts through its "
                                                 "day, or ISO 8601): each hit's `as_of` says what dated it.")
 
@@ -77,6 +78,7 @@ class ContextQuery(_Strict):
     limit: int | None = Field(None, ge=1, le=1000, description="Memories recalled to choose from (default 30).")
     source: str | None = None
     namespace: Namespaces = None
+    semantic: bool | None = Field(None, description="Also by meaning (the `semantic` extra); default: semantic.enabled.")
     as_of: str | None = Field(None, description="Answer as the vault stood then (YYYY-MM-DD counts through its "
                                                 "day, or ISO 8601): each hit's `as_of` says what dated it.")
 
@@ -85,6 +87,7 @@ class AskQuery(_Strict):
     question: str = Field(min_length=1, description="A question about an entity's attribute.")
     min_confidence: float | None = Field(None, ge=0, le=1, description="Answer only at this confidence or above.")
     namespace: Namespaces = None
+    semantic: bool | None = Field(None, description="Also by meaning (the `semantic` extra); default: semantic.enabled.")
     as_of: str | None = Field(None, description="Answer as the vault stood then (YYYY-MM-DD counts through its "
                                                 "day, or ISO 8601): each hit's `as_of` says what dated it.")
 
