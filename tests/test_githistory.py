@@ -44,9 +44,15 @@ def _cache(vault):
     return vault.index.cache_dir / HISTORY_FILE
 
 
+def _stored(vault) -> dict:
+    """The file's first line: the HEAD it was built to and the commits."""
+    return json.loads(_cache(vault).read_bytes().partition(b"\n")[0])
+
+
 def _entries(history) -> dict[str, list[tuple]]:
     """Each path's changes by commit sha, so histories built in different steps compare equal."""
-    return {path: [(c.sha, c.status, c.old, c.new) for c in history.changes([path])] for path in history.paths}
+    return {path: [(c.sha, c.status, c.old, c.new) for c in history.changes([path])]
+            for path in history.changed_after(-1)}
 
 
 def _spy(monkeypatch) -> list[tuple[str, ...]]:
@@ -72,7 +78,7 @@ def test_built_once_then_only_the_new_commits_are_read(committed, monkeypatch):
     assert [e["what"].split(":")[0] for e in story.events if e["kind"] == "commit"] == ["first committed",
                                                                                        "changed in git"]
     old_head = _git(vault.root, "rev-parse", "HEAD").strip()
-    assert json.loads(_cache(vault).read_bytes())["head"] == old_head and _logs(calls) == [old_head]
+    assert _stored(vault)["head"] == old_head and _logs(calls) == [old_head]
     calls.clear()
     vault.why(one.id)
     assert _logs(calls) == []  # HEAD did not move: nothing read
@@ -81,17 +87,18 @@ def test_built_once_then_only_the_new_commits_are_read(committed, monkeypatch):
     told = vault.why(two.id)
     assert _logs(calls) == [f"{old_head}..{new_head}"]
     assert [e["what"] for e in told.events if e["kind"] == "commit"][-1] == "changed in git: deploys moved"
-    assert json.loads(_cache(vault).read_bytes())["head"] == new_head
+    assert _stored(vault)["head"] == new_head
     incremental = _entries(git_history(vault.root, vault.index.cache_dir))
     _cache(vault).unlink()
     assert _entries(git_history(vault.root, vault.index.cache_dir)) == incremental
 
 
-@pytest.mark.parametrize("damage", [b"", b"{\"version\": 1, \"head\": ", b"[1, 2]", b"\xff\xfe not json"])
+@pytest.mark.parametrize("damage", [b"", b"{\"version\": 2, \"head\": ", b"[1, 2]", b"\xff\xfe not json", None])
 def test_a_deleted_or_corrupt_cache_is_rebuilt(committed, monkeypatch, damage):
     vault, one, _ = committed
     whole = _entries(git_history(vault.root, vault.index.cache_dir))
-    _cache(vault).write_bytes(damage)
+    held = _cache(vault).read_bytes()
+    _cache(vault).write_bytes(held[:-30] if damage is None else damage)  # None: cut short
     calls = _spy(monkeypatch)
     assert len([e for e in vault.why(one.id).events if e["kind"] == "commit"]) == 2
     assert _logs(calls) == [_git(vault.root, "rev-parse", "HEAD").strip()]  # the whole history, again
@@ -146,5 +153,5 @@ def test_sync_brings_the_cache_up_to_date(committed, tmp_path):
     vault.remember("Releases are tagged on Fridays", tags=["ops"])
     vault.sync()
     head = _git(vault.root, "rev-parse", "HEAD").strip()
-    kept = json.loads(_cache(vault).read_bytes())
+    kept = _stored(vault)
     assert kept["head"] == head and kept["commits"][-1][0] == head

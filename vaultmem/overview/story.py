@@ -5,8 +5,8 @@ audit log; its feedback, pins and decay from the events logs (a byte search for 
 this note's lines, not the vault's); the supersede chain from the notes' own `supersedes` / `superseded_by`;
 the commits that changed its file, when the vault is in a git repository (from the git history cache,
 store/githistory.py: at its path now and at every path vaultmem moved it from, bounded to MAX_COMMITS, and one
-`git cat-file --batch` for the versions, whose bodies are compared here; a rename by hand is not followed); and its strength
-now and a month from now, by the report's replay (overview/history.py). Without git the story says so.
+`git cat-file --batch` for the versions, whose bodies are compared here; a rename by hand is not followed);
+and its strength now and a month from now, by the report's replay (overview/history.py). Without git the story says so.
 An encrypted note's text is never shown without the passphrase (nor its versions' diffs).
 """
 
@@ -61,7 +61,8 @@ def why(vault: Store, ref: str, now: float | None = None) -> Story:
     used = [e for _, e in logged if e.get("id") == row["id"]]  # a byte search can also match another field
     story.events = _audit_story(row, audit, body if not sealed else SEALED_TEXT)
     story.events += _use_story(used)
-    commits, story.git = _git_story(vault, row, row["type"] == SEALED_TYPE, audit)  # a diff of ciphertext tells nothing
+    sealed_file = row["type"] == SEALED_TYPE  # a diff of ciphertext tells nothing
+    commits, story.git = _git_story(vault, row, sealed_file, audit)
     story.events += commits
     first = next((e.pop("first_text") for e in commits if "first_text" in e), None)
     if first is not None:  # the note's text now may be an edit's: the written event tells what git first held

@@ -27,7 +27,7 @@ from .gitcmd import GitError, run_git
 __all__ = ["HISTORY_FILE", "Change", "GitHistory", "git_history"]
 
 HISTORY_FILE = "githistory.json"
-_VERSION = 1
+_VERSION = 2
 _FORMAT = "--format=%x1e%H%x1f%ct%x1f%an%x1f%s"
 _NO_BLOB = "0" * 40
 
@@ -50,19 +50,29 @@ class Change:
 
 @dataclass
 class GitHistory:
-    """The commits (oldest first: sha, commit time, author, subject) and, per path, its changes (commit's
-    index, status, old blob, new blob), as of commit `head`; `top` is the repository's work tree."""
+    """The commits (oldest first: sha, commit time, author, subject) and, one line a path, its changes
+    (commit's index, status, old blob, new blob), as of commit `head`; `top` is the repository's work tree.
+
+    A path's line is `<its newest change's commit index>\t[path, changes]`, newest first: why parses only its
+    note's lines (found by a byte search), as-of only the lines down to the oldest commit after its moment."""
 
     top: Path
     head: str = ""
     commits: list[list[Any]] = field(default_factory=list)
-    paths: dict[str, list[list[Any]]] = field(default_factory=dict)
+    lines: bytes = b""
+
+    def entries(self, path: str) -> list[list[Any]]:
+        """One path's changes ([commit index, status, old blob, new blob]), oldest first."""
+        at = self.lines.find(b"\t" + _key(path))
+        if at < 0:
+            return []
+        return json.loads(self.lines[at + 1:self.lines.index(b"\n", at)])[1]
 
     def changes(self, paths: list[str] | set[str]) -> list[Change]:
         """The changes of these paths, oldest first."""
         found = []
         for path in dict.fromkeys(paths):
-            for index, status, old, new in self.paths.get(path, []):
+            for index, status, old, new in self.entries(path):
                 sha, ts, author, subject = self.commits[index]
                 found.append(Change(index, sha, float(ts), author, subject, path, status, old, new))
         found.sort(key=lambda c: (c.order, c.status != "D"))  # in one commit, a move's removal first
@@ -71,9 +81,34 @@ class GitHistory:
     def changed_after(self, moment: float) -> set[str]:
         """The paths a commit made after `moment` (its commit time) changed."""
         late = {index for index, (_, ts, _, _) in enumerate(self.commits) if ts > moment}
-        if not late:
-            return set()
-        return {path for path, entries in self.paths.items() if any(e[0] in late for e in entries)}
+        found: set[str] = set()
+        at = 0
+        while late and at < len(self.lines):
+            tab, end = self.lines.index(b"\t", at), self.lines.index(b"\n", at)
+            if int(self.lines[at:tab]) < min(late):  # the lines below changed only before
+                break
+            path, entries = json.loads(self.lines[tab + 1:end])
+            if any(e[0] in late for e in entries):
+                found.add(path)
+            at = end + 1
+        return found
+
+
+def _key(path: str) -> bytes:
+    """How a path's line starts after its tab: `["path",`."""
+    return json.dumps([path], ensure_ascii=False)[:-1].encode("utf-8") + b","
+
+
+def _line_key(line: bytes) -> bytes:
+    """A line's `["path",`: its path's JSON ends at the first `",[[` (a quote in a path is escaped; a path holding
+    `\\",[[` keeps a stale line below its new one, which `entries` never reaches)."""
+    start = line.index(b"\t") + 1
+    return line[start:line.find(b'",[[', start) + 2]
+
+
+def _line(path: str, entries: list[list[Any]]) -> bytes:
+    return (f"{entries[-1][0]}\t" + json.dumps([path, entries], ensure_ascii=False, separators=(",", ":")) +
+            "\n").encode("utf-8")
 
 
 def git_history(root: Path, cache_dir: Path) -> GitHistory:
@@ -130,19 +165,29 @@ def _entry(meta: str, path: str) -> list[str]:
 
 
 def _add(history: GitHistory, commits: list[tuple[list[Any], list[list[str]]]]) -> None:
+    """Append the commits; the lines of the paths they changed move to the top, the rest keep their order."""
+    touched: dict[str, list[list[Any]]] = {}
     for commit, changed in commits:
         index = len(history.commits)
         history.commits.append(commit)
         for path, status, old, new in changed:
-            history.paths.setdefault(path, []).append([index, status, old, new])
+            if path not in touched:
+                touched[path] = history.entries(path) if history.lines else []
+            touched[path].append([index, status, old, new])
+    keys = {_key(path) for path in touched}
+    kept = [line for line in history.lines.split(b"\n") if line and _line_key(line) not in keys]
+    fresh = sorted(touched.items(), key=lambda item: -item[1][-1][0])
+    history.lines = b"".join(_line(path, entries) for path, entries in fresh) + b"".join(line + b"\n" for line in kept)
 
 
 def _load(path: Path, top: Path) -> GitHistory:
     """The saved history, or an empty one when there is none, it is unreadable, or of another format."""
     try:
-        data = json.loads(path.read_bytes())
-        if data.get("version") == _VERSION and isinstance(data["commits"], list) and isinstance(data["paths"], dict):
-            return GitHistory(top, str(data["head"]), data["commits"], data["paths"])
+        data = path.read_bytes()
+        first, _, lines = data.partition(b"\n")
+        head = json.loads(first)
+        if head.get("version") == _VERSION and isinstance(head["commits"], list) and head["size"] == len(lines):
+            return GitHistory(top, str(head["head"]), head["commits"], lines)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
     return GitHistory(top)
@@ -150,9 +195,9 @@ def _load(path: Path, top: Path) -> GitHistory:
 
 def _save(path: Path, history: GitHistory) -> None:
     """Write it whole; a cache folder that cannot be written keeps the old file (the next call reads again)."""
-    data = {"version": _VERSION, "head": history.head, "commits": history.commits, "paths": history.paths}
+    first = json.dumps({"version": _VERSION, "head": history.head, "size": len(history.lines),  # a cut file is redone
+                        "commits": history.commits}, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     try:
-        atomic_write(path, json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8"),
-                     durable=False)
+        atomic_write(path, first + b"\n" + history.lines, durable=False)
     except OSError:
         pass
