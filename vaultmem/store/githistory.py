@@ -101,7 +101,7 @@ def _key(path: str) -> bytes:
 
 def _line_key(line: bytes) -> bytes:
     """A line's `["path",`: its path's JSON ends at the first `",[[` (a quote in a path is escaped; a path holding
-    `\\",[[` keeps a stale line below its new one, which `entries` never reaches)."""
+    `\\",[[` keeps a stale line below its new one, which `entries` never reaches, as it reads the first)."""
     start = line.index(b"\t") + 1
     return line[start:line.find(b'",[[', start) + 2]
 
@@ -166,18 +166,19 @@ def _entry(meta: str, path: str) -> list[str]:
 
 def _add(history: GitHistory, commits: list[tuple[list[Any], list[list[str]]]]) -> None:
     """Append the commits; the lines of the paths they changed move to the top, the rest keep their order."""
+    held = {_line_key(line): line for line in history.lines.split(b"\n") if line}
     touched: dict[str, list[list[Any]]] = {}
     for commit, changed in commits:
         index = len(history.commits)
         history.commits.append(commit)
         for path, status, old, new in changed:
             if path not in touched:
-                touched[path] = history.entries(path) if history.lines else []
+                line = held.pop(_key(path), b"")
+                touched[path] = json.loads(line[line.index(b"\t") + 1:])[1] if line else []
             touched[path].append([index, status, old, new])
-    keys = {_key(path) for path in touched}
-    kept = [line for line in history.lines.split(b"\n") if line and _line_key(line) not in keys]
     fresh = sorted(touched.items(), key=lambda item: -item[1][-1][0])
-    history.lines = b"".join(_line(path, entries) for path, entries in fresh) + b"".join(line + b"\n" for line in kept)
+    history.lines = b"".join(_line(path, entries) for path, entries in fresh) + \
+        b"".join(line + b"\n" for line in held.values())
 
 
 def _load(path: Path, top: Path) -> GitHistory:
