@@ -81,11 +81,12 @@ class GitHistory:
     def changed_after(self, moment: float) -> set[str]:
         """The paths a commit made after `moment` (its commit time) changed."""
         late = {index for index, (_, ts, _, _) in enumerate(self.commits) if ts > moment}
+        oldest = min(late, default=len(self.commits))
         found: set[str] = set()
         at = 0
-        while late and at < len(self.lines):
+        while at < len(self.lines):
             tab, end = self.lines.index(b"\t", at), self.lines.index(b"\n", at)
-            if int(self.lines[at:tab]) < min(late):  # the lines below changed only before
+            if int(self.lines[at:tab]) < oldest:  # the lines below changed only before
                 break
             path, entries = json.loads(self.lines[tab + 1:end])
             if any(e[0] in late for e in entries):
