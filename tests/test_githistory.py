@@ -155,3 +155,14 @@ def test_sync_brings_the_cache_up_to_date(committed, tmp_path):
     head = _git(vault.root, "rev-parse", "HEAD").strip()
     kept = _stored(vault)
     assert kept["head"] == head and kept["commits"][-1][0] == head
+
+
+def test_a_vault_in_a_folder_of_its_repository_keys_paths_from_the_vault_root(vault):
+    _git(vault.root.parent, "init", "-q", "-b", "main")
+    (vault.root.parent / "elsewhere.md").write_text("not the vault's\n", encoding="utf-8")
+    made = vault.remember("The staging database is db-stage-2", tags=["ops"])
+    _git(vault.root.parent, "add", "-A")
+    _git(vault.root.parent, "commit", "-qm", "the vault in a folder")
+    story = vault.why(made.id)
+    assert [e["what"] for e in story.events if e["kind"] == "commit"] == ["first committed: the vault in a folder"]
+    assert "elsewhere.md" not in git_history(vault.root, vault.index.cache_dir).changed_after(0)
