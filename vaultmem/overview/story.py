@@ -3,9 +3,10 @@
 Its audit events (written, merged, superseded, forgotten, restored, confirmed, encrypted) from every device's
 audit log; its feedback, pins and decay from the events logs (a byte search for its id, so the cost follows
 this note's lines, not the vault's); the supersede chain from the notes' own `supersedes` / `superseded_by`;
-the commits that changed its file, when the vault is in a git repository (`git log --follow`, bounded to
-MAX_COMMITS, and one `git cat-file --batch` for the versions, whose bodies are compared here); and its strength
-now and a month from now, by the report's replay (overview/history.py). Without git the story says so.
+the commits that changed its file, when the vault is in a git repository (from the git history cache,
+store/githistory.py: at its path now and at every path vaultmem moved it from, bounded to MAX_COMMITS, and one
+`git cat-file --batch` for the versions, whose bodies are compared here; a rename by hand is not followed);
+and its strength now and a month from now, by the report's replay (overview/history.py). Without git the story says so.
 An encrypted note's text is never shown without the passphrase (nor its versions' diffs).
 """
 
@@ -15,7 +16,7 @@ import datetime as dt
 import difflib
 import shutil
 import time
-from pathlib import Path
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,8 +25,9 @@ from ..errors import NoteNotFound, VaultmemError
 from ..notes.note import extract_links, parse_note
 from ..recall.hindsight import ranking_config
 from ..store.events import events_naming
+from ..store.gitcmd import GitError, read_blobs
+from ..store.githistory import Change, git_history
 from ..store.index.records import SEALED_TYPE
-from ..sync.gitsync import read_blobs, run_git
 from .history import DAY, strength_at
 from .storydata import Story
 
@@ -59,7 +61,8 @@ def why(vault: Store, ref: str, now: float | None = None) -> Story:
     used = [e for _, e in logged if e.get("id") == row["id"]]  # a byte search can also match another field
     story.events = _audit_story(row, audit, body if not sealed else SEALED_TEXT)
     story.events += _use_story(used)
-    commits, story.git = _git_story(vault, row, row["type"] == SEALED_TYPE)  # a diff of ciphertext tells nothing
+    sealed_file = row["type"] == SEALED_TYPE  # a diff of ciphertext tells nothing
+    commits, story.git = _git_story(vault, row, sealed_file, audit)
     story.events += commits
     first = next((e.pop("first_text") for e in commits if "first_text" in e), None)
     if first is not None:  # the note's text now may be an edit's: the written event tells what git first held
@@ -176,44 +179,54 @@ def _use_story(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return found
 
 
-def _git_story(vault: Store, row: dict[str, Any], sealed: bool) -> tuple[list[dict[str, Any]], str]:
-    """The commits that changed the note's file (its newest MAX_COMMITS), each with a short diff of its body:
-    one `git log --follow --raw` for the commits and their blobs, one `git cat-file --batch` for the blobs."""
+def _git_story(vault: Store, row: dict[str, Any], sealed: bool,
+               audit: list[tuple[str, dict[str, Any]]]) -> tuple[list[dict[str, Any]], str]:
+    """The commits that changed the note's file at any of its paths (its newest MAX_COMMITS), each with a short
+    diff of its body: the commits from the git history cache (store/githistory.py), the blobs through one
+    `git cat-file --batch`."""
     if shutil.which("git") is None:
         return [], "git is not installed: the story is the audit log's alone"
-    done = run_git(vault.root, "log", "--follow", f"-n{MAX_COMMITS}", "--no-abbrev", "--raw", "--no-color",
-                   "--format=%x1e%H%x1f%ct%x1f%an%x1f%s", "--", row["path"], check=False)
-    if done.returncode != 0:
+    try:
+        history = git_history(vault.root, vault.index.cache_dir)
+    except GitError:
         return [], "the vault is not in a git repository: the story is the audit log's alone (no edits by hand)"
-    commits = [_commit(chunk) for chunk in done.stdout.split("\x1e")[1:]]
+    commits = _moves(history.changes(_paths(row, audit)))[-MAX_COMMITS:]
     if not commits:
         return [], "in git, but no commit holds this note yet"
-    top = run_git(vault.root, "rev-parse", "--show-toplevel").stdout.strip()
-    shas = {sha for c in commits for sha in (c["old"], c["new"]) if sha.strip("0")}
-    texts = {sha: _body(data) for sha, data in read_blobs(Path(top), shas).items()}
+    shas = {sha for c in commits for sha in (c.old, c.new) if sha}
+    texts = {sha: _body(data) for sha, data in read_blobs(history.top, shas).items()}
     found = []
-    for order, c in enumerate(reversed(commits)):
-        before, after = texts.get(c["old"]), texts.get(c["new"])
-        what = {"A": "first committed", "D": "removed in git"}.get(c["status"][:1], "changed in git")
-        event = _event(c["ts"], "commit", f"{what}: {c['subject']}", c["author"], order, commit=c["sha"][:12])
+    for order, c in enumerate(commits):
+        before, after = texts.get(c.old), texts.get(c.new)
+        what = {"A": "first committed" if order == 0 else "committed again", "D": "removed in git",
+                "R": "moved in git"}.get(c.status, "changed in git")
+        event = _event(c.ts, "commit", f"{what}: {c.subject}", c.author, order, commit=c.sha[:12])
         if not sealed and before is not None and after is not None:
             event["diff"] = _diff(before, after)
-        if not sealed and order == 0 and c["status"][:1] == "A" and after is not None:
+        if not sealed and order == 0 and c.status == "A" and after is not None:
             event["first_text"] = _snippet(after, 4 * SNIPPET)  # its text as written, before any later edit
         found.append(event)
     more = " (the newest of them)" if len(commits) == MAX_COMMITS else ""
     return found, f"git: {len(commits)} commit{'s' if len(commits) != 1 else ''} of this note{more}"
 
 
-def _commit(chunk: str) -> dict[str, Any]:
-    """One commit of `git log --raw`'s output: its header and the note's line (`:mode mode old new status\tpath`)."""
-    head, _, rest = chunk.partition("\n")
-    sha, ct, author, subject = (head.split("\x1f") + ["", "", "", ""])[:4]
-    raw = next((line for line in rest.splitlines() if line.startswith(":")), "")
-    parts = raw.split("\t", 1)[0].split()
-    old, new, status = (parts[2:5] if len(parts) >= 5 else ["", "", "M"])
-    return {"sha": sha, "ts": float(ct or 0), "author": author, "subject": subject, "old": old, "new": new,
-            "status": status}
+def _paths(row: dict[str, Any], audit: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """The note's path now and every path its audit events name (vaultmem's moves: forget, restore …).
+    A rename by hand, outside vaultmem, is not among them."""
+    named = [ev.get(key) for _, ev in audit if ev.get("id") == row["id"] for key in ("path", "from", "to")]
+    return [row["path"], *(p for p in named if isinstance(p, str) and p)]
+
+
+def _moves(changes: list[Change]) -> list[Change]:
+    """One change per commit: a removal and an addition in one commit are a move (status R), from the
+    removed blob to the added one; any other second path of one commit is left out."""
+    found: list[Change] = []
+    for change in changes:
+        if not found or found[-1].sha != change.sha:
+            found.append(change)
+        elif found[-1].status == "D" and change.status == "A":
+            found[-1] = replace(change, status="R", old=found[-1].old)
+    return found
 
 
 def _body(data: bytes) -> str:

@@ -13,7 +13,8 @@ Made from what the vault already records, never from a second copy of it:
   the moment as "now" for the half-life.
 - Its text then, when the vault is in git: a note whose file changed after the moment (a commit dated
   after it, or an uncommitted change saved after it) is ranked by the text git held at the last commit
-  before the moment, not by today's. Without git, today's text stands for it.
+  before the moment, not by today's. Without git, today's text stands for it. The files committed after the
+  moment come from the git history cache (store/githistory.py), not from a `git log` of the whole vault.
 
 Not brought back: a note deleted since (forget --hard, gc --hard, removed by hand) whose file is gone,
 and an encrypted note's past status (its date applies; its status is today's).
@@ -33,7 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import VaultmemError
 from ..store.events import log_files, read_new_lines
-from ..store.gitcmd import read_blobs, run_git
+from ..store.gitcmd import GitError, read_blobs, run_git
+from ..store.githistory import git_history
 from ..store.index.records import SEALED_TYPE, Record, build_record
 from .replay import Replay, read_events
 
@@ -228,11 +230,13 @@ def _git_then(vault: Store, moment: float, by_path: dict[str, dict[str, Any]]
     commit = base.stdout.strip()
     if not commit:
         return {}, "git has no commit from before that date: notes are taken with today's text"
-    since = run_git(vault.root, "log", f"--after={at}", "--no-renames", "--format=", "--name-only", "--relative",
-                    "-z", "HEAD", "--", ".", check=False)
+    try:
+        since = git_history(vault.root, vault.index.cache_dir).changed_after(moment)
+    except GitError:
+        return {}, "not a git repository: notes are taken with today's text"
     dirty = run_git(vault.root, "diff", "--no-renames", "--name-only", "--relative", "-z", "HEAD", "--", ".",
                     check=False)
-    paths = {p for p in since.stdout.split("\0") if p in by_path}
+    paths = {p for p in since if p in by_path}
     paths |= {p for p in dirty.stdout.split("\0") if p in by_path and _saved_after(vault, p, moment)}
     if not paths:
         return {}, f"git: no note changed since commit {commit[:12]}"

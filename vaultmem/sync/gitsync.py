@@ -7,7 +7,7 @@ keeps drivers per clone: a fresh clone has none until its first sync, and `docto
 message naming the device and the counts), pulls with a merge (never a rebase, whose swapped sides
 would invert "ours" and "theirs" for the driver), pushes, and refreshes the index. Device logs never
 conflict: each device appends only to its own folder, and sync commits them so recalls do not
-leave the work tree dirty.
+leave the work tree dirty. Last, the git history cache (store/githistory.py) reads the new commits.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..store.gitcmd import GitError, read_blobs, run_git
 from ..store.gitcmd import git_reason as _reason
+from ..store.githistory import git_history
 
 if TYPE_CHECKING:
     from ..store.store import Store as Vault
@@ -322,6 +323,8 @@ def _sync(vault: Vault, repo: Path, git_dir: Path, dry_run: bool) -> dict[str, A
                 f"HEAD:refs/heads/{target.branch}")
         report.update(pushed=True, pushed_to=target.name, branch=branch, remote_branch=target.branch)
     vault.refresh()
+    with contextlib.suppress(GitError):  # a cache: why and recall --as-of bring it up to date themselves
+        git_history(vault.root, vault.index.cache_dir)
     return report
 
 
