@@ -176,6 +176,7 @@ class Watcher:
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._ending: threading.Thread | None = None  # a thread told to stop from its own callback, still ending
         self._observer: Any = None
         self._watches: dict[str, Any] = {}
         self._overflow: _Overflow | None = None
@@ -229,8 +230,9 @@ class Watcher:
     # -- the running part: observer, thread, heartbeat ----------------------------------------
     @property
     def running(self) -> bool:
-        """Whether the watcher's thread runs."""
-        return self._thread is not None and self._thread.is_alive()
+        """Whether the watcher's thread runs (one stopped from its own callback runs until its heartbeat is gone)."""
+        thread = self._thread or self._ending
+        return thread is not None and thread.is_alive()
 
     def start(self) -> Watcher:
         """Watch the note folders from now on; raises WatchLimit when the system allows no more watches."""
@@ -262,8 +264,10 @@ class Watcher:
                 observer.stop()
             if thread is not None:
                 self._queue.put(None)
-                if thread is not threading.current_thread():  # stop() from on_update: the thread ends after it
+                if thread is not threading.current_thread():
                     thread.join(timeout)
+                else:  # stop() from on_update: the thread ends after it returns, clearing its heartbeat
+                    self._ending = thread
             if observer is not None:
                 observer.join(timeout)
             if self._overflow is not None:
