@@ -166,3 +166,18 @@ def test_a_vault_in_a_folder_of_its_repository_keys_paths_from_the_vault_root(va
     story = vault.why(made.id)
     assert [e["what"] for e in story.events if e["kind"] == "commit"] == ["first committed: the vault in a folder"]
     assert "elsewhere.md" not in git_history(vault.root, vault.index.cache_dir).changed_after(0)
+
+
+def test_paths_that_hold_json_punctuation_keep_their_own_lines(vault):
+    _git(vault.root, "init", "-q", "-b", "main")
+    odd = ['memories/a",[[x.md', 'memories/b",[[x.md', 'memories/quote " and \\ slash.md']
+    for rel in odd:
+        (vault.root / rel).write_text("---\ntags: [x]\n---\nfirst\n", encoding="utf-8")
+    _git(vault.root, "add", "-A")
+    _git(vault.root, "commit", "-qm", "odd names")
+    cache = vault.index.cache_dir
+    git_history(vault.root, cache)
+    for rel in odd:  # an incremental update rewrites each line by its own path
+        _edit(vault, rel, "more", f"edit {rel}")
+    history = git_history(vault.root, cache)
+    assert {rel: len(history.entries(rel)) for rel in odd} == {rel: 2 for rel in odd}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from json.decoder import scanstring
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,10 +102,10 @@ def _key(path: str) -> bytes:
 
 
 def _line_key(line: bytes) -> bytes:
-    """A line's `["path",`: its path's JSON ends at the first `",[[` (a quote in a path is escaped; a path holding
-    `\\",[[` keeps a stale line below its new one, which `entries` never reaches, as it reads the first)."""
-    start = line.index(b"\t") + 1
-    return line[start:line.find(b'",[[', start) + 2]
+    """A line's `["path",`, its path read as the JSON string it is (a path may hold `",[[` or any quote)."""
+    start = line.index(b"\t") + 3  # past the tab, `[` and the opening quote
+    path, _ = scanstring(line[start:].decode("utf-8"), 0)
+    return _key(path)
 
 
 def _line(path: str, entries: list[list[Any]]) -> bytes:
