@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import math
 import time
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import VaultmemError
 from ..store.events import append_events
 from ..text import decay as rules
+from ..text.times import local_iso
 from .forget import Forgotten, Selection, forget_rows, select, who, writing
 
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ def _weak(vault: Store, strength: Strength, threshold: float, idle_before: float
             continue
         last = float(snap.last_use[doc])
         out.append((row, {"effective": round(float(eff), 6) if math.isfinite(eff) else 0.0,
-                          "last_use": _iso(last) if last > 0 else None}))
+                          "last_use": local_iso(last) if last > 0 else None}))
     return out
 
 
@@ -134,8 +134,6 @@ def _pinned(row: dict[str, Any]) -> bool:
     return bool(row.get("policy") and json.loads(row["policy"]).get("pinned"))
 
 
-def _iso(seconds: float) -> str:
-    return dt.datetime.fromtimestamp(seconds).astimezone().isoformat(timespec="seconds")
 
 
 __all__ = ["Decayed", "decay_where", "gc"]

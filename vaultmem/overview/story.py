@@ -12,7 +12,6 @@ An encrypted note's text is never shown without the passphrase (nor its versions
 
 from __future__ import annotations
 
-import datetime as dt
 import difflib
 import shutil
 import time
@@ -28,6 +27,7 @@ from ..store.events import events_naming
 from ..store.gitcmd import GitError, read_blobs
 from ..store.githistory import Change, git_history
 from ..store.index.records import SEALED_TYPE
+from ..text.times import local_iso
 from .history import DAY, strength_at
 from .storydata import Story
 
@@ -99,12 +99,8 @@ def _note(vault: Store, row: dict[str, Any]) -> tuple[str, dict[str, Any], str]:
     return row["title"], note.meta, note.body
 
 
-def _when(ts: float) -> str:
-    return dt.datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
-
-
 def _event(ts: float, kind: str, what: str, by: str = "", order: int = 0, **extra: Any) -> dict[str, Any]:
-    return {"ts": round(float(ts), 3), "when": _when(ts), "kind": kind, "what": what, "by": by, "order": order,
+    return {"ts": round(float(ts), 3), "when": local_iso(ts), "kind": kind, "what": what, "by": by, "order": order,
             **extra}
 
 
@@ -167,7 +163,7 @@ def _use_story(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     uses = sorted(float(e["ts"]) for e in events if e["event"] == "access")
     if uses:
         found.append(_event(uses[0], "used", f"recalled {len(uses)} time{'s' if len(uses) != 1 else ''}, the last "
-                            f"on {_when(uses[-1])[:10]}", order=10**6))
+                            f"on {local_iso(uses[-1])[:10]}", order=10**6))
     for order, ev in enumerate(events):
         if ev["event"] == "feedback":
             note = f" ({ev['note']})" if isinstance(ev.get("note"), str) and ev["note"] else ""
@@ -250,7 +246,7 @@ def _chain(vault: Store, row: dict[str, Any], meta: dict[str, Any]) -> list[dict
     older, newer = _follow(vault, meta, "supersedes"), _follow(vault, meta, "superseded_by")
     if not older and not newer:
         return []
-    here = {"id": row["id"], "title": row["title"], "timestamp": _when(float(row["ts"])), "status": row["status"],
+    here = {"id": row["id"], "title": row["title"], "timestamp": local_iso(float(row["ts"])), "status": row["status"],
             "this": True}
     return [*reversed(older), here, *newer]
 
@@ -269,7 +265,7 @@ def _follow(vault: Store, meta: dict[str, Any], key: str) -> list[dict[str, Any]
             break
         seen.add(other["id"])
         _, meta, body = _note(vault, other)
-        found.append({"id": other["id"], "title": other["title"], "timestamp": _when(float(other["ts"])),
+        found.append({"id": other["id"], "title": other["title"], "timestamp": local_iso(float(other["ts"])),
                       "status": other["status"], "text": SEALED_TEXT if _locked(vault, other) else _snippet(body)})
     return found
 
@@ -281,7 +277,7 @@ def _strength(vault: Store, row: dict[str, Any], events: list[dict[str, Any]], n
     (today, month), half_life = strength_at(row, events, config, np.array([now, now + 30 * DAY]), now)
     uses = [float(e["ts"]) for e in events if e["event"] == "access"]
     return {"score": float(row["score"]), "lifecycle": row["lifecycle"] or "", "half_life_hours": half_life,
-            "uses": len(uses), "last_access": _when(max(uses)) if uses else "", "effective": round(float(today), 4),
+            "uses": len(uses), "last_access": local_iso(max(uses)) if uses else "", "effective": round(float(today), 4),
             "in_30_days": round(float(month), 4)}
 
 

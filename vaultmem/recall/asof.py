@@ -24,7 +24,6 @@ An as-of recall reads and never writes: it records no use and leaves a working s
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import shutil
 from collections import defaultdict
@@ -37,6 +36,7 @@ from ..store.events import log_files, read_new_lines
 from ..store.gitcmd import GitError, read_blobs, run_git
 from ..store.githistory import git_history
 from ..store.index.records import SEALED_TYPE, Record, build_record
+from ..text.times import local_iso
 from .replay import Replay, read_events
 
 if TYPE_CHECKING:
@@ -64,10 +64,10 @@ class Then:
 
     def told(self, note_id: str) -> dict[str, Any]:
         """What a hit says of the moment: the date asked, what dated the note, its status then, its text's source."""
-        told: dict[str, Any] = {"date": _iso(self.moment)}
+        told: dict[str, Any] = {"date": local_iso(self.moment)}
         if note_id in self.dated:
             by, when, status, text = self.dated[note_id]
-            told.update(dated_by=by, written=_iso(when), status=status, text=text)
+            told.update(dated_by=by, written=local_iso(when), status=status, text=text)
         return told
 
 
@@ -118,10 +118,6 @@ def _rows(vault: Store, snap: Snapshot) -> list[dict[str, Any]]:
         rows = [r for r in vault.index.select_notes("1", columns=_ROW_COLUMNS) if int(r["doc"]) < snap.size]
         snap.memo["as_of_rows"] = rows
     return rows
-
-
-def _iso(ts: float) -> str:
-    return dt.datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
 
 
 def _code(vocab: list[str], name: str) -> int:

@@ -3,7 +3,6 @@ semantic when asked for) -> one fused, explainable ranking."""
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import re
 import time
@@ -19,6 +18,7 @@ from .workingset import Entry
 from ..text import scoring
 from ..text.scoring import top_k
 from ..text import terms as text
+from ..text.times import local_iso
 from ..errors import VaultmemError
 from ..settings import FrozenMap
 from ..store.index.records import LINK_PREFIX, QUESTION_TERM, SEALED_TYPE, TAG_PREFIX
@@ -607,9 +607,7 @@ def _hit(snap: Snapshot, row: dict[str, Any], parts: dict[str, float], final: fl
          doc: int) -> Hit:
     eff, dec = float(prior.effective[i]), float(prior.decay[i])
     weight = float(prior.feedback if np.isscalar(prior.feedback) else prior.feedback[i])
-    stamp = row["stamp"]
-    if not stamp:
-        stamp = dt.datetime.fromtimestamp(row["ts"]).astimezone().isoformat(timespec="seconds")
+    stamp = row["stamp"] or local_iso(row["ts"])
     return Hit(id=row["id"], path=row["path"], title=row["title"], content=row["body"].strip(), tags=list(row["tags"]),
                source=row["source"], lifecycle=row["lifecycle"], timestamp=str(stamp), score=float(row["score"]),
                effective=round(eff, 6), final=round(final, 6), type=row["type"], value=row["value"],

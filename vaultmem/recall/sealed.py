@@ -23,6 +23,7 @@ from ..errors import NoteFormatError, SealBroken, WrongPassphrase
 from ..store.index.records import SEALED_TYPE, TAG_PREFIX, Record, build_record, content_hash, index_terms
 from ..text import scoring
 from ..text import terms as text
+from ..text.times import local_iso
 from .hindsight import hit_policy
 
 if TYPE_CHECKING:
@@ -191,10 +192,8 @@ def _bm25(counts: list[Counter], terms: list[str], cfg: Any) -> np.ndarray:
 
 def _hit(item: tuple[dict, Record], final: float, channels: dict[str, float], effective: float, decay: float
          ) -> dict[str, Any]:
-    import datetime as dt
-
     row, rec = item
-    stamp = rec.stamp or dt.datetime.fromtimestamp(rec.ts).astimezone().isoformat(timespec="seconds")
+    stamp = rec.stamp or local_iso(rec.ts)
     return dict(id=rec.id, path=rec.path, title=rec.title, content=rec.body.strip(), tags=list(rec.tags),
                source=rec.source, lifecycle=rec.lifecycle, timestamp=str(stamp), score=float(rec.score),
                effective=round(effective, 6), final=round(final, 6), type=rec.type, value=rec.value,

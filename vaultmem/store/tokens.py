@@ -15,7 +15,6 @@ token names the namespaces it may touch, or `*` for all of them (the owner's tok
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import hmac
 import os
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidValue, MissingArgument, VaultmemError
+from ..text.times import local_iso
 from .caller import ALL_NAMESPACES, TRUST_LEVELS, Caller
 from .events import append_events, log_files, read_new_lines
 
@@ -136,7 +136,7 @@ class TokenBook:
         now = time.time()
         append_events(self.device_dir, _LOG, [{"event": "token-add", "name": name, "sha256": _digest(secret),
                                                "scope": scope, "namespaces": list(names), "trust": trust, "ts": now}])
-        return secret, Token(name, scope, names, trust, _stamp(now), self.device)
+        return secret, Token(name, scope, names, trust, local_iso(now), self.device)
 
     def revoke(self, name: str) -> Token | None:
         """End a token now (every process that serves this vault refuses it from its next request);
@@ -167,10 +167,6 @@ def _logs_stamp(devices_dir: Path) -> tuple:
     return tuple(sorted(found))
 
 
-def _stamp(ts: float) -> str:
-    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).astimezone().isoformat(timespec="seconds")
-
-
 def _replayed(files: list[Path]) -> dict[str, tuple[str, Token]]:
     """The live tokens after every event of these logs, in time order (the latest event per name decides)."""
     events = []
@@ -185,7 +181,7 @@ def _replayed(files: list[Path]) -> dict[str, tuple[str, Token]]:
         if ev["event"] == "token-revoke":
             live.pop(ev["name"], None)
             continue
-        token = Token(ev["name"], ev["scope"], tuple(ev["namespaces"]), ev["trust"], _stamp(ev["ts"]), device)
+        token = Token(ev["name"], ev["scope"], tuple(ev["namespaces"]), ev["trust"], local_iso(ev["ts"]), device)
         live[ev["name"]] = (ev["sha256"], token)
     return live
 

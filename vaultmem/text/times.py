@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-__all__ = ["FIRST_TS", "LAST_TS", "iso_time"]
+__all__ = ["FIRST_TS", "LAST_TS", "iso_time", "local_iso"]
 
 # Seconds a datetime can show in every time zone: a day inside the years 1 to 9999.
 FIRST_TS = dt.datetime(1, 1, 2, tzinfo=dt.timezone.utc).timestamp()
@@ -18,3 +18,8 @@ def iso_time(text: str) -> dt.datetime | None:
         return dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
         return None
+
+
+def local_iso(ts: float) -> str:
+    """POSIX seconds as this machine's local time in ISO 8601, to the second (what a person reads)."""
+    return dt.datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
