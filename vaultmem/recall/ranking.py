@@ -123,12 +123,11 @@ def recall(vault: Store, query: Query) -> Hits:
     vault.index.catch_up(wait=False)  # a clone, a pull, a copied note: seen without a full refresh
     hot = vault.working_set if query.as_of is None else None  # `working` channel (recall/workingset.py)
     if hot is not None:
-        cfg = cfg._replace(weights=FrozenMap({**cfg.weights, "working": vault.settings.working_set.weight}))
-        config = config._replace(ranking=cfg)
+        config = _weighing(config, "working", vault.settings.working_set.weight)
     meaning = _meaning(vault, query)
     if meaning is not None:  # only then: with semantic off a recall ranks (and explains) as before
-        cfg = cfg._replace(weights=FrozenMap({**cfg.weights, "semantic": vault.settings.semantic.weight}))
-        config = config._replace(ranking=cfg)
+        config = _weighing(config, "semantic", vault.settings.semantic.weight)
+    cfg = config.ranking
     reread = False
     then = None
     for _ in range(4):
@@ -166,6 +165,12 @@ def recall(vault: Store, query: Query) -> Hits:
     if hot is not None and record:  # hits recorded as uses are used: the best one ends most recent
         hot.promote(Entry(h.id, h.path, h.title) for h in reversed(hits))
     return hits
+
+
+def _weighing(config: Settings, channel: str, weight: float) -> Settings:
+    """The ranking settings with one more channel weighed (a working set, the semantic channel)."""
+    cfg = config.ranking
+    return config._replace(ranking=cfg._replace(weights=FrozenMap({**cfg.weights, channel: weight})))
 
 
 def _meaning(vault: Store, q: Query) -> Callable[[Snapshot, np.ndarray], Any] | None:
