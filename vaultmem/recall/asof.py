@@ -28,7 +28,6 @@ import os
 import shutil
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import VaultmemError
@@ -104,8 +103,7 @@ def past(vault: Store, snap: Snapshot, moment: float) -> Then:
         status = then.dated[row["id"]][2]
         then.old.append(({**row, "status": status if status != _ACTIVE else ""}, rec))
         then.dated[row["id"]][3] = f"git {commit[:12]} (its file changed since)"
-    doc_of = {r["id"]: int(r["doc"]) for r in rows}
-    replayed = Replay(snap, read_events(vault), doc_of).until(moment)
+    replayed = Replay(snap, read_events(vault), _doc_of(snap, rows)).until(moment)
     then.snap = replace(replayed, live=live, codes={**snap.codes, "status": status_codes},
                         vocab={**snap.vocab, "status": vocab}, memo={})
     return then
@@ -118,6 +116,14 @@ def _rows(vault: Store, snap: Snapshot) -> list[dict[str, Any]]:
         rows = [r for r in vault.index.select_notes("1", columns=_ROW_COLUMNS) if int(r["doc"]) < snap.size]
         snap.memo["as_of_rows"] = rows
     return rows
+
+
+def _doc_of(snap: Snapshot, rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Each note id's document, made once per snapshot from its rows (_rows)."""
+    doc_of = snap.memo.get("as_of_docs")
+    if doc_of is None:
+        doc_of = snap.memo["as_of_docs"] = {r["id"]: int(r["doc"]) for r in rows}
+    return doc_of
 
 
 def _code(vocab: list[str], name: str) -> int:
@@ -227,12 +233,12 @@ def _git_then(vault: Store, moment: float, by_path: dict[str, dict[str, Any]]
     if not commit:
         return {}, "git has no commit from before that date: notes are taken with today's text"
     try:
-        since = git_history(vault.root, vault.index.cache_dir).changed_after(moment)
+        history = git_history(vault.root, vault.index.cache_dir)
     except GitError:
         return {}, "not a git repository: notes are taken with today's text"
     dirty = run_git(vault.root, "diff", "--no-renames", "--name-only", "--relative", "-z", "HEAD", "--", ".",
                     check=False)
-    paths = {p for p in since if p in by_path}
+    paths = {p for p in history.changed_after(moment) if p in by_path}
     paths |= {p for p in dirty.stdout.split("\0") if p in by_path and _saved_after(vault, p, moment)}
     if not paths:
         return {}, f"git: no note changed since commit {commit[:12]}"
@@ -245,8 +251,7 @@ def _git_then(vault: Store, moment: float, by_path: dict[str, dict[str, Any]]
             parts = meta.split()
             if len(parts) == 3 and parts[1] == "blob" and path in paths:
                 shas[path] = parts[2]
-    top = run_git(vault.root, "rev-parse", "--show-toplevel").stdout.strip()
-    blobs = read_blobs(Path(top), set(shas.values()))
+    blobs = read_blobs(history.top, set(shas.values()))
     found = {}
     for path, sha in shas.items():
         kind, role = vault.kind_of(vault.root / path)
