@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["drop_workdir", "finish", "phase_or_run", "run_options", "smoke_cache", "write_figures"]
+__all__ = ["drop_workdir", "finish", "phase_or_run", "run_options", "smoke_cache", "workdir_options", "write_figures"]
 
 
 def write_figures(path: str | Path | None, figures: dict[str, Any]) -> None:
@@ -41,6 +41,16 @@ def run_options(parser: Any, cache_name: str, smoke_help: str) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cache", help=f"where the vault is built and kept (default /tmp/vaultmem-bench/{cache_name}-N-sSEED)")
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--smoke", action="store_true", help=smoke_help)
+
+
+def workdir_options(parser: Any, smoke_help: str) -> None:
+    """The options every benchmark building a throwaway vault takes: --json, --workdir, --keep, --seed, --smoke
+    (drop_workdir honours --workdir and --keep)."""
+    parser.add_argument("--json", help="write the figures to this JSON file")
+    parser.add_argument("--workdir", help="build here instead of a temporary folder (kept afterwards)")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    parser.add_argument("--seed", type=int, default=0, help="generator seed")
     parser.add_argument("--smoke", action="store_true", help=smoke_help)
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from recall import _environment, _machine, _percentile, write_figures  # noqa: E402
-from _figures import drop_workdir, phase_or_run  # noqa: E402
+from _figures import drop_workdir, phase_or_run, workdir_options  # noqa: E402
 
 KEYS = ("remember_p50_ms", "remember_p99_ms", "prefetch_p50_ms", "prefetch_p99_ms", "last_over_first",
         "nowrite_prefetch_p50_ms")
@@ -205,11 +205,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--notes", type=int, default=TARGET_NOTES, help=f"memory notes to generate (default {TARGET_NOTES})")
     p.add_argument("--turns", type=int, default=5000, help="remember/prefetch turns (default 5000)")
-    p.add_argument("--json", help="write the figures to this JSON file")
-    p.add_argument("--workdir", help="build here instead of a temporary folder (kept afterwards)")
-    p.add_argument("--keep", action="store_true", help="keep the temporary folder")
-    p.add_argument("--seed", type=int, default=0, help="generator seed")
-    p.add_argument("--smoke", action="store_true", help="200 notes, 150 turns: a quick check for CI")
+    workdir_options(p, "200 notes, 150 turns: a quick check for CI")
     p.add_argument("--prefetch", choices=("auto", "context", "recall"), default="auto",
                    help="the prefetch call: context when the library has it (auto, context), else recall")
     p.add_argument("--_phase", choices=sorted(PHASES), help=argparse.SUPPRESS)

@@ -39,6 +39,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE] + [str(HERE)]
 from peers import BM_PACKAGES, BM_PROJECT, StepFailed, _base_env, _python_312, _run, _venv, _version  # noqa: E402
+from _figures import workdir_options  # noqa: E402
 from recall import _environment, _machine, _percentile, write_figures  # noqa: E402
 
 REPO = HERE.parent
@@ -294,11 +295,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--servers", default=",".join(SERVERS), help=f"comma-separated, of {', '.join(SERVERS)}")
     p.add_argument("--venvs", help="keep and reuse the peers' venvs here (as bench/peers.py --venvs)")
     p.add_argument("--peer-python", help="a Python >= 3.12 for basic-memory")
-    p.add_argument("--json", help="write the figures to this JSON file")
-    p.add_argument("--workdir", help="build here instead of a temporary folder (kept afterwards)")
-    p.add_argument("--keep", action="store_true", help="keep the temporary folder")
-    p.add_argument("--seed", type=int, default=0, help="generator seed")
-    p.add_argument("--smoke", action="store_true", help="200 notes, 30 searches, vaultmem only: for CI")
+    workdir_options(p, "200 notes, 30 searches, vaultmem only: for CI")
     args = p.parse_args(argv)
     if args.smoke:
         args.notes, args.queries, args.starts, args.servers = 200, 30, 1, "vaultmem"

@@ -46,7 +46,7 @@ from pathlib import Path
 
 _BENCH = str(Path(__file__).resolve().parent)
 sys.path.insert(0, _BENCH)
-from _figures import drop_workdir, write_figures  # noqa: E402
+from _figures import drop_workdir, workdir_options, write_figures  # noqa: E402
 from peers import _base_env  # noqa: E402
 from recall import _environment, _machine, _percentile  # noqa: E402
 from serve import API, _build, _cpu_s, _first_recall, _start  # noqa: E402  (serve drops bench/ from sys.path)
@@ -451,11 +451,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--clients", type=int, default=8, help="concurrent clients (default 8)")
     p.add_argument("--seconds", type=float, default=10.0, help="the concurrent phase's length (default 10)")
     p.add_argument("--writes", type=int, default=50, help="writes timed, one at a time (default 50)")
-    p.add_argument("--json", help="write the figures to this JSON file")
-    p.add_argument("--workdir", help="build here instead of a temporary folder (kept afterwards)")
-    p.add_argument("--keep", action="store_true", help="keep the temporary folder")
-    p.add_argument("--seed", type=int, default=0, help="generator seed")
-    p.add_argument("--smoke", action="store_true", help="100 notes, 50 queries, 1 s, 10 writes: for CI")
+    workdir_options(p, "100 notes, 50 queries, 1 s, 10 writes: for CI")
     args = p.parse_args(argv)
     if args.smoke:
         args.notes, args.queries, args.seconds, args.writes = 100, 50, 1.0, 10

@@ -35,7 +35,7 @@ _BENCH = str(Path(__file__).resolve().parent)
 sys.path.insert(0, _BENCH)
 from _synth import make_queries, make_vault  # noqa: E402
 from recall import _environment, _machine, _percentile, write_figures  # noqa: E402
-from _figures import drop_workdir  # noqa: E402
+from _figures import drop_workdir, workdir_options  # noqa: E402
 
 # this file's name is the standard library's `http` package's: with its folder on the path, httpx's
 # `import http.client` would find it. The bench modules are imported; the folder goes.
@@ -328,11 +328,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="the single and capacity phases' length: recall only, one client alone, then each "
                         "client as fast as it goes (default 5)")
     p.add_argument("--workers", type=int, default=1, help="`vaultmem serve --workers N` (default 1)")
-    p.add_argument("--json", help="write the figures to this JSON file")
-    p.add_argument("--workdir", help="build here instead of a temporary folder (kept afterwards)")
-    p.add_argument("--keep", action="store_true", help="keep the temporary folder")
-    p.add_argument("--seed", type=int, default=0, help="generator seed")
-    p.add_argument("--smoke", action="store_true", help="300 notes, 2 s: a quick check for CI")
+    workdir_options(p, "300 notes, 2 s: a quick check for CI")
     args = p.parse_args(argv)
     if args.smoke:
         args.notes, args.seconds, args.capacity_seconds = 300, 2.0, 1.0
